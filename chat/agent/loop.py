@@ -1,0 +1,197 @@
+"""The agent loop: model call -> tool calls -> tool results -> repeat, bounded. Knows no Django."""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+from chat.agent.types import (
+    AgentComplete,
+    AgentEvent,
+    AgentIteration,
+    AgentTextDelta,
+    AgentTool,
+    AgentToolApproval,
+    AgentToolComplete,
+    AgentToolProgress,
+    AgentToolStart,
+    LoopState,
+    ToolContext,
+    ToolProgress,
+    ToolResult,
+)
+from chat.providers.base import (
+    MessageEnd,
+    Provider,
+    ProviderRequest,
+    TextDelta,
+    ToolUseEnd,
+)
+
+Approver = Callable[[str, str, dict[str, Any]], Awaitable[bool]]
+MAX_TOOL_OUTPUT_CHARS = 20_000
+
+
+def tool_marker(index: int) -> str:
+    """The text inserted where tool N's card renders."""
+    return f"\n\n[[tool:{index}]]\n\n"
+
+
+async def run_agent_loop(
+    *,
+    provider: Provider,
+    system: str,
+    messages: list[dict[str, Any]],
+    tools: Mapping[str, AgentTool],
+    model: str,
+    max_tokens: int,
+    temperature: float | None = None,
+    max_iterations: int = 5,
+    ctx: ToolContext | None = None,
+    approver: Approver | None = None,
+    state: LoopState | None = None,
+) -> AsyncIterator[AgentEvent]:
+    """Yield agent events until the model answers without tools or `max_iterations` model calls ran."""
+    state = state if state is not None else LoopState()
+    ctx = ctx or ToolContext()
+    convo = list(messages)
+    definitions = [t.definition() for t in tools.values()]
+    tool_index = 0
+    for iteration in range(1, max_iterations + 1):
+        state.iterations = iteration
+        last = iteration == max_iterations
+        request = ProviderRequest(
+            system=system, messages=list(convo), tools=definitions, model=model, max_tokens=max_tokens,
+            temperature=temperature, tool_choice="none" if last and definitions else "auto",
+        )
+        blocks: list[dict[str, Any]] = []
+        tool_uses: list[ToolUseEnd] = []
+        text_buf: list[str] = []
+        end: MessageEnd | None = None
+        async for ev in provider.stream(request):
+            if isinstance(ev, TextDelta):
+                if ev.text:
+                    text_buf.append(ev.text)
+                    state.text_parts.append(ev.text)
+                    yield AgentTextDelta(ev.text)
+            elif isinstance(ev, ToolUseEnd):
+                if text_buf:
+                    blocks.append({"type": "text", "text": "".join(text_buf)})
+                    text_buf = []
+                tool_uses.append(ev)
+                blocks.append({"type": "tool_use", "id": ev.id, "name": ev.name, "input": ev.input})
+            elif isinstance(ev, MessageEnd):
+                end = ev
+        if text_buf:
+            blocks.append({"type": "text", "text": "".join(text_buf)})
+        end = end or MessageEnd(stop_reason="end_turn", usage=state.usage.__class__())
+        state.usage.add(end.usage)
+        yield AgentIteration(iteration=iteration, stop_reason=end.stop_reason, usage=end.usage, raw=end.raw)
+        if blocks:
+            assistant = {"role": "assistant", "content": blocks}
+            convo.append(assistant)
+            state.messages.append(assistant)
+        if not tool_uses:
+            yield AgentComplete(text=state.text, stop_reason=end.stop_reason)
+            return
+        state.pending_tool_uses = [{"id": t.id, "name": t.name} for t in tool_uses]
+        results: list[dict[str, Any]] = []
+        for use in tool_uses:
+            started = time.perf_counter()
+            yield AgentToolStart(tool_use_id=use.id, name=use.name, input=use.input)
+            tool = tools.get(use.name)
+            if last:
+                result = ToolResult(f"Error: tool calls are over the limit of {max_iterations} iterations.", is_error=True)
+            elif use.input_error:
+                result = ToolResult(f"Error: the tool input was not valid JSON ({use.input_error}).", is_error=True)
+            elif tool is None:
+                result = ToolResult(f"Error: unknown tool '{use.name}'.", is_error=True)
+            else:
+                result = None
+                if tool.requires_approval:
+                    yield AgentToolApproval(tool_use_id=use.id, name=use.name, input=use.input)
+                    approved = await approver(use.id, use.name, use.input) if approver else False
+                    if not approved:
+                        result = ToolResult("Error: the user did not approve this tool call.", is_error=True)
+                if result is None:
+                    async for item in _execute(tool, use.input, ctx):
+                        if isinstance(item, ToolProgress):
+                            yield AgentToolProgress(tool_use_id=use.id, name=use.name, update=item)
+                        else:
+                            result = item
+            assert result is not None
+            text = result.text if len(result.text) <= MAX_TOOL_OUTPUT_CHARS else result.text[:MAX_TOOL_OUTPUT_CHARS] + "\n[truncated]"
+            results.append({"type": "tool_result", "tool_use_id": use.id, "content": text, **({"is_error": True} if result.is_error else {})})
+            state.tool_history.append({"tool_name": use.name, "input": use.input, "output": text})
+            if result.payload:
+                state.payloads.append(result.payload)
+            yield AgentToolComplete(
+                index=tool_index, tool_use_id=use.id, name=use.name, input=use.input, result=result,
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+            marker = tool_marker(tool_index)
+            state.text_parts.append(marker)
+            yield AgentTextDelta(marker)
+            tool_index += 1
+            state.pending_tool_uses = state.pending_tool_uses[1:]
+        tool_turn = {"role": "user", "content": results}
+        convo.append(tool_turn)
+        state.messages.append(tool_turn)
+        if last:
+            yield AgentComplete(text=state.text, stop_reason="max_iterations")
+            return
+
+
+async def _execute(tool: AgentTool, tool_input: dict[str, Any], ctx: ToolContext) -> AsyncIterator[ToolProgress | ToolResult]:
+    """Run any executor shape; exceptions become an error result the model can react to."""
+    try:
+        fn = tool.executor
+        if inspect.isasyncgenfunction(fn):
+            final: ToolResult | None = None
+            async for item in fn(tool_input, ctx):
+                if isinstance(item, ToolProgress):
+                    yield item
+                else:
+                    final = _as_result(item)
+            yield final or ToolResult("")
+        elif inspect.iscoroutinefunction(fn):
+            yield _as_result(await fn(tool_input, ctx))
+        else:
+            out = await asyncio.to_thread(fn, tool_input, ctx)
+            if inspect.isgenerator(out):
+                while True:
+                    done, value = await asyncio.to_thread(_step, out)
+                    if done:
+                        yield _as_result(value)
+                        break
+                    if isinstance(value, ToolProgress):
+                        yield value
+                    else:  # a generator may also yield its result last
+                        yield _as_result(value)
+                        break
+            else:
+                yield _as_result(out)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the model sees the failure and can recover
+        yield ToolResult(f"Error: {type(exc).__name__}: {exc}", is_error=True)
+
+
+def _step(gen: Any) -> tuple[bool, Any]:
+    try:
+        return False, next(gen)
+    except StopIteration as stop:
+        return True, stop.value
+
+
+def _as_result(value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value
+    if value is None:
+        return ToolResult("")
+    if isinstance(value, str):
+        return ToolResult(value)
+    return ToolResult(json.dumps(value, default=str))

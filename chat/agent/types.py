@@ -1,0 +1,136 @@
+"""Types the agent loop speaks: tools it can call and the events it yields. No Django here."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from chat.providers.base import Usage
+
+
+@dataclass(slots=True)
+class ToolProgress:
+    """Yielded by a streaming tool executor while it works."""
+
+    stage: str
+    message: str = ""
+    progress: float | None = None
+    data: Any = None
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool returns: `text` goes to the model, `payload` ({type, data}) to the client."""
+
+    text: str
+    payload: dict[str, Any] | None = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Who is asking and from where; tools act with this user's permissions only."""
+
+    user: Any = None
+    conversation_id: int | None = None
+    run_id: str = ""
+    context: dict[str, Any] = field(default_factory=dict)
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTool:
+    """A tool as the loop sees it. `executor(input, ctx)` may be sync, async, or a (async) generator."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    executor: Callable[..., Any]
+    requires_approval: bool = False
+
+    def definition(self) -> dict[str, Any]:
+        """The provider-facing definition (Anthropic tool format)."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+
+# ---- events -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class AgentTextDelta:
+    text: str
+
+
+@dataclass(slots=True)
+class AgentToolStart:
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(slots=True)
+class AgentToolProgress:
+    tool_use_id: str
+    name: str
+    update: ToolProgress
+
+
+@dataclass(slots=True)
+class AgentToolApproval:
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(slots=True)
+class AgentToolComplete:
+    index: int
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+    result: ToolResult
+    duration_ms: float
+
+
+@dataclass(slots=True)
+class AgentIteration:
+    """One model call finished: raw output and usage, for diagnostics."""
+
+    iteration: int
+    stop_reason: str
+    usage: Usage
+    raw: dict[str, Any]
+
+
+@dataclass(slots=True)
+class AgentComplete:
+    text: str
+    stop_reason: str
+
+
+AgentEvent = (
+    AgentTextDelta
+    | AgentToolStart
+    | AgentToolProgress
+    | AgentToolApproval
+    | AgentToolComplete
+    | AgentIteration
+    | AgentComplete
+)
+
+
+@dataclass
+class LoopState:
+    """What the loop has produced so far; the caller reads it even when the loop is cancelled."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)  # provider messages added this turn
+    text_parts: list[str] = field(default_factory=list)
+    tool_history: list[dict[str, Any]] = field(default_factory=list)
+    payloads: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    iterations: int = 0
+    pending_tool_uses: list[dict[str, Any]] = field(default_factory=list)  # emitted, not yet answered
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts)

@@ -1,0 +1,10 @@
+"""The chat core app."""
+from django.apps import AppConfig
+
+
+class ChatConfig(AppConfig):
+    name = "chat"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from chat import signals  # noqa: F401

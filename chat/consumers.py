@@ -1,0 +1,109 @@
+"""The websocket transport: parse, allowlist, look up the frame's handler, call one service."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from chat import selectors, services
+from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameError, frame_error, parse_frame
+from chat.limits import limiter
+from chat.runs import ResyncRequired, manager
+
+log = logging.getLogger(__name__)
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    """Thin: every frame goes through `parse_frame` and then to its handler by type."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close()
+            return
+        if not limiter.socket_open(user.pk):
+            await self.close()
+            return
+        self.user = user
+        self.counted = True
+        self.followers: dict[str, asyncio.Task[Any]] = {}
+        self.handlers: dict[str, Callable[[Any], Awaitable[None]]] = {
+            "chat.send": self.on_send,
+            "chat.cancel": self.on_cancel,
+            "chat.resume": self.on_resume,
+            "chat.approve": self.on_approve,
+        }
+        session = self.scope.get("session")
+        self.session_group = f"session.{session.session_key}" if self.scope.get("auth") == "session" and session is not None and session.session_key else None
+        await self.accept()
+        if self.session_group and self.channel_layer is not None:
+            await self.channel_layer.group_add(self.session_group, self.channel_name)
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "counted", False):
+            limiter.socket_closed(self.user.pk)
+            self.counted = False
+        for task in getattr(self, "followers", {}).values():
+            task.cancel()  # the runs themselves go on: they belong to the process
+        if getattr(self, "session_group", None) and self.channel_layer is not None:
+            await self.channel_layer.group_discard(self.session_group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        frame = parse_frame(text_data, settings.CHAT_MAX_FRAME_BYTES)
+        if isinstance(frame, FrameError):
+            await self.send(text_data=frame.model_dump_json(exclude_none=True))
+            return
+        try:
+            await self.handlers[frame.type](frame)
+        except services.ServiceError as exc:
+            await self.send(text_data=frame_error(exc.code, exc.message, getattr(frame, "run_id", None)))
+        except Exception:
+            log.exception("frame handler failed")
+            await self.send(text_data=frame_error("internal", "internal error"))
+
+    # ---- handlers --------------------------------------------------------------------------------
+
+    async def on_send(self, frame: ChatSend) -> None:
+        started = await services.turn_start(user=self.user, frame=frame)
+        self._follow(started.run_id, 0)
+
+    async def on_resume(self, frame: ChatResume) -> None:
+        await selectors.run_for_user(user=self.user, run_id=frame.run_id)
+        self._follow(frame.run_id, frame.after_seq)
+
+    async def on_cancel(self, frame: ChatCancel) -> None:
+        await services.run_cancel(user=self.user, run_id=frame.run_id)
+
+    async def on_approve(self, frame: ChatApprove) -> None:
+        await services.approval_answer(user=self.user, run_id=frame.run_id, tool_use_id=frame.tool_use_id, approved=frame.approved)
+
+    # ---- streaming -------------------------------------------------------------------------------
+
+    def _follow(self, run_id: str, after_seq: int) -> None:
+        old = self.followers.pop(run_id, None)
+        if old is not None:
+            old.cancel()
+        self.followers[run_id] = asyncio.get_running_loop().create_task(self._stream(run_id, after_seq))
+
+    async def _stream(self, run_id: str, after_seq: int) -> None:
+        try:
+            async for _seq, data in manager.follow(run_id, after_seq):
+                await self.send(text_data=data)
+        except ResyncRequired:
+            await self.send(text_data=await services.run_replay_or_resync(user=self.user, run_id=run_id, after_seq=after_seq))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("following run %s failed", run_id)
+            await self.send(text_data=frame_error("internal", "lost the run's event stream; resume it", run_id))
+        finally:
+            if self.followers.get(run_id) is asyncio.current_task():
+                self.followers.pop(run_id, None)
+
+    async def session_logout(self, message: dict[str, Any]) -> None:
+        """The user logged out of this session: close its sockets."""
+        await self.close(code=4401)

@@ -1,0 +1,319 @@
+"""The Anthropic Messages API (or any Anthropic-compatible server) through the official SDK's async streaming."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import anthropic
+import httpx2
+
+from chat.providers.base import (
+    MessageEnd,
+    Provider,
+    ProviderError,
+    ProviderEvent,
+    ProviderRequest,
+    TextDelta,
+    ToolInputDelta,
+    ToolUseEnd,
+    ToolUseStart,
+    Usage,
+)
+
+# The API's error `type` decides the code; the HTTP status is the fallback (mid-stream errors arrive with 200).
+_CODE_BY_TYPE = {
+    "rate_limit_error": "rate_limited",
+    "overloaded_error": "overloaded",
+    "api_error": "provider_unavailable",
+    "timeout_error": "timeout",
+    "invalid_request_error": "bad_request",
+    "request_too_large": "bad_request",
+    "not_found_error": "bad_request",
+    "authentication_error": "auth_error",
+    "permission_error": "auth_error",
+    "billing_error": "auth_error",
+}
+_CODE_BY_STATUS = {
+    400: "bad_request", 404: "bad_request", 413: "bad_request", 422: "bad_request",
+    401: "auth_error", 403: "auth_error",
+    408: "timeout", 504: "timeout",
+    429: "rate_limited", 529: "overloaded",
+}
+_RETRYABLE = frozenset({"rate_limited", "overloaded", "timeout", "provider_unavailable"})
+_DESCRIPTIONS = {
+    "rate_limited": "rate limit reached",
+    "overloaded": "the model is overloaded",
+    "timeout": "the model did not answer in time",
+    "provider_unavailable": "the model server is unavailable",
+    "bad_request": "the model server rejected the request",
+    "auth_error": "the model server refused the credentials",
+    "provider_error": "the model call failed",
+}
+_MAX_BACKOFF = 8.0
+
+
+class AnthropicProvider(Provider):
+    """Streams one Messages API call as provider events; retries only while nothing has been yielded."""
+
+    name = "anthropic"
+    supports_tools = True
+    is_offline = False
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 3,
+        timeout: float = 60.0,
+        stall_timeout: float = 30.0,
+        retry_backoff: float = 0.5,
+        http_client: httpx2.AsyncClient | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)  # the key stays out of `options` so it is never echoed
+        self._api_key = api_key or None
+        self.base_url = base_url or None
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.stall_timeout = stall_timeout
+        self.retry_backoff = retry_backoff  # first wait of the provider's own retries (after HTTP 200)
+        self._http_client = http_client
+        self._client: anthropic.AsyncAnthropic | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "AnthropicProvider":
+        """Key, base URL and timeouts from settings (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CHAT_PROVIDER_*)."""
+        return cls(
+            api_key=settings.ANTHROPIC_API_KEY or None,
+            base_url=settings.ANTHROPIC_BASE_URL,
+            max_retries=getattr(settings, "CHAT_PROVIDER_MAX_RETRIES", 3),
+            timeout=getattr(settings, "CHAT_PROVIDER_TIMEOUT", 60.0),
+            stall_timeout=getattr(settings, "CHAT_PROVIDER_STALL_TIMEOUT", 30.0),
+        )
+
+    def _get_client(self) -> anthropic.AsyncAnthropic:
+        """One SDK client per provider instance and event loop (an HTTP pool cannot cross loops)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or (self._http_client is None and self._client_loop is not loop):
+            api_key = self._api_key
+            if api_key is None and self.base_url is not None:
+                api_key = "no-key"  # local Anthropic-compatible servers ignore the key but the SDK wants one
+            self._client = anthropic.AsyncAnthropic(
+                api_key=api_key,
+                base_url=self.base_url,
+                max_retries=self.max_retries,  # the SDK retries 408/409/429/5xx/529 and connection errors
+                timeout=self.timeout,
+                http_client=self._http_client,
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connection pool (not an injected http_client)."""
+        if self._client is not None and self._http_client is None:
+            await self._client.close()
+        self._client = None
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        """Stream one response; ends with exactly one MessageEnd or raises ProviderError."""
+        kwargs = self._request_kwargs(request)
+        attempt = 0
+        while True:
+            progress = _Progress()
+            try:
+                # aclosing: if our caller stops early, the attempt's finally (closing the HTTP stream) runs now
+                async with contextlib.aclosing(self._attempt(kwargs, progress)) as events:
+                    async for event in events:
+                        progress.yielded = True
+                        yield event
+                return
+            except ProviderError as err:
+                # Failures before HTTP 200 were already retried by the SDK. After 200 but before any event
+                # reached the caller a fresh attempt is invisible to it; after that it would duplicate text.
+                if progress.yielded or not progress.opened or not err.retryable or attempt >= self.max_retries:
+                    raise
+            attempt += 1
+            delay = min(self.retry_backoff * 2 ** (attempt - 1), _MAX_BACKOFF)
+            await asyncio.sleep(delay * (1 - 0.25 * random.random()))
+
+    def _request_kwargs(self, request: ProviderRequest) -> dict[str, Any]:
+        """The SDK call's arguments: system top-level, tools only when given, temperature through the body."""
+        # A system-role message is refused by the API (and by Ollama); fold it into the top-level system.
+        system_parts = [request.system] if request.system else []
+        messages: list[dict[str, Any]] = []
+        for message in request.messages:
+            if message.get("role") == "system":
+                content = message.get("content")
+                system_parts.append(content if isinstance(content, str) else json.dumps(content))
+            else:
+                messages.append(message)
+        kwargs: dict[str, Any] = {
+            "model": request.model, "max_tokens": request.max_tokens, "messages": messages, "stream": True,
+        }
+        if system_parts:
+            kwargs["system"] = "\n\n".join(system_parts)
+        if request.tools:
+            kwargs["tools"] = request.tools
+            kwargs["tool_choice"] = {"type": "none" if request.tool_choice == "none" else "auto"}
+        if request.temperature is not None:
+            kwargs["extra_body"] = {"temperature": request.temperature}  # not a keyword argument in SDK 2.x
+        return kwargs
+
+    async def _attempt(self, kwargs: dict[str, Any], progress: _Progress) -> AsyncGenerator[ProviderEvent, None]:
+        """One HTTP request and its stream, every failure mapped to ProviderError."""
+        try:
+            raw_stream = await self._get_client().messages.create(**kwargs)
+        except Exception as exc:
+            raise self._error(exc) from exc
+        progress.opened = True
+        # The raw event stream, not messages.stream(): its accumulator raises on malformed tool JSON,
+        # which must become a ToolUseEnd with input_error instead.
+        events = cast(AsyncGenerator[Any, None], aiter(raw_stream))
+        acc = _Accumulator()
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(self.stall_timeout):
+                        event = await anext(events)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    raise ProviderError(
+                        "timeout", f"Anthropic: no data from the model for {self.stall_timeout:g} s", retryable=True,
+                    ) from None
+                for out in acc.feed(event):
+                    yield out
+                if acc.stopped:
+                    break
+            if not acc.stopped:
+                raise ProviderError("provider_unavailable", "Anthropic: the stream ended before message_stop",
+                                    retryable=True, status=200)
+            yield acc.message_end()
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._error(exc) from exc
+        finally:
+            # Also runs on cancellation and when the caller stops iterating: never leave the response open.
+            with contextlib.suppress(Exception):
+                await events.aclose()
+            with contextlib.suppress(Exception):
+                await raw_stream.close()
+
+    def _error(self, exc: BaseException) -> ProviderError:
+        """Map an SDK/transport failure to a ProviderError whose message carries no key or headers."""
+        status: int | None = None
+        detail = ""
+        if isinstance(exc, anthropic.APIStatusError):
+            status = exc.status_code
+            code = _CODE_BY_TYPE.get(str(exc.type or "")) or _CODE_BY_STATUS.get(status) or (
+                "provider_unavailable" if status >= 500 else "provider_error")
+            detail = exc.api_message or ""
+        elif isinstance(exc, (anthropic.APITimeoutError, httpx2.TimeoutException)):
+            code = "timeout"
+        elif isinstance(exc, (anthropic.APIConnectionError, httpx2.TransportError)):
+            code = "provider_unavailable"
+        elif isinstance(exc, TypeError) and "authentication" in str(exc):
+            code, detail = "auth_error", "no API key configured"  # the SDK found no credentials at all
+        else:
+            code, detail = "provider_error", f"{type(exc).__name__}: {exc}"
+        message = f"Anthropic: {_DESCRIPTIONS[code]}" + (f" (HTTP {status})" if status and status != 200 else "")
+        if detail:
+            message += f": {detail}"
+        if self._api_key:
+            message = message.replace(self._api_key, "[redacted]")
+        return ProviderError(code, message[:500], retryable=code in _RETRYABLE, status=status)
+
+
+@dataclass(slots=True)
+class _Progress:
+    opened: bool = False  # HTTP 200 received
+    yielded: bool = False  # an event reached the caller
+
+
+@dataclass
+class _Accumulator:
+    """Turns raw stream events into provider events and rebuilds the final message for `raw`."""
+
+    message: dict[str, Any] = field(default_factory=dict)
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    json_parts: dict[int, list[str]] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+    stopped: bool = False
+
+    def feed(self, event: Any) -> list[ProviderEvent]:
+        kind = event.type
+        if kind == "message_start":
+            self.message = event.message.model_dump(mode="json")
+            self.usage.input_tokens = event.message.usage.input_tokens or 0
+            self.usage.output_tokens = event.message.usage.output_tokens or 0
+        elif kind == "content_block_start":
+            block = event.content_block.model_dump(mode="json", exclude_none=True)
+            self.blocks[event.index] = block
+            if block["type"] == "tool_use":
+                self.json_parts[event.index] = []
+                return [ToolUseStart(block["id"], block["name"])]
+        elif kind == "content_block_delta":
+            block = self.blocks.get(event.index, {})
+            delta = event.delta
+            if delta.type == "text_delta":
+                block["text"] = block.get("text", "") + delta.text
+                return [TextDelta(delta.text)]
+            if delta.type == "input_json_delta" and event.index in self.json_parts:
+                self.json_parts[event.index].append(delta.partial_json)
+                return [ToolInputDelta(block["id"], delta.partial_json)]
+            if delta.type == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta.thinking
+            elif delta.type == "signature_delta":
+                block["signature"] = delta.signature
+        elif kind == "content_block_stop" and event.index in self.json_parts:
+            block = self.blocks[event.index]
+            raw = "".join(self.json_parts[event.index])
+            parsed, error = _parse_tool_input(raw)
+            block["input"] = parsed
+            if error:
+                block["raw_input"] = raw  # kept for diagnostics; the API would have sent valid JSON
+            return [ToolUseEnd(block["id"], block["name"], parsed, input_error=error)]
+        elif kind == "message_delta":
+            self.stop_reason = event.delta.stop_reason
+            self.stop_sequence = event.delta.stop_sequence
+            self.usage.output_tokens = event.usage.output_tokens  # cumulative, so it replaces
+            if event.usage.input_tokens is not None:
+                self.usage.input_tokens = event.usage.input_tokens
+        elif kind == "message_stop":
+            self.stopped = True
+        return []
+
+    def message_end(self) -> MessageEnd:
+        stop_reason = self.stop_reason or "end_turn"
+        raw = {
+            **self.message,
+            "content": [self.blocks[i] for i in sorted(self.blocks)],
+            "stop_reason": stop_reason,
+            "stop_sequence": self.stop_sequence,
+            "usage": {**self.message.get("usage", {}), **self.usage.as_dict()},
+        }
+        return MessageEnd(stop_reason=stop_reason, usage=Usage(self.usage.input_tokens, self.usage.output_tokens),
+                          raw=raw)
+
+
+def _parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
+    """The tool input as a dict, or ({}, reason) when the model's JSON is malformed or not an object."""
+    if not raw.strip():
+        return {}, None  # a tool without parameters streams no input at all
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return {}, f"invalid JSON: {exc}"
+    if not isinstance(value, dict):
+        return {}, f"expected a JSON object, got {type(value).__name__}"
+    return value, None

@@ -1,0 +1,104 @@
+"""Shared fixtures: users with tokens, the scripted provider, a websocket client, clean run state."""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any
+
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from chat.limits import limiter
+from chat.providers.scripted import ScriptedProvider
+from chat.runs import manager
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Services tests run only when CI asks for them (and then must not skip)."""
+    for item in items:
+        if "services" in item.keywords and not (os.environ.get("DATABASE_URL") or os.environ.get("REDIS_URL")):
+            item.add_marker(pytest.mark.skip(reason="set DATABASE_URL / REDIS_URL to run against real services"))
+
+
+@pytest.fixture(autouse=True)
+def _clean_state(settings: Any) -> Any:
+    settings.CHAT_OFFLINE_DELAY = 0
+    ScriptedProvider.reset()
+    limiter.reset()
+    manager.handles.clear()
+    yield
+    ScriptedProvider.reset()
+
+
+@pytest.fixture
+def scripted(settings: Any) -> type[ScriptedProvider]:
+    settings.CHAT_PROVIDER = "chat.providers.scripted.ScriptedProvider"
+    return ScriptedProvider
+
+
+@pytest.fixture
+def user(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_user(username="ann", password="pw")
+
+
+@pytest.fixture
+def other_user(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_user(username="bob", password="pw")
+
+
+@pytest.fixture
+def staff_user(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_user(username="staff", password="pw", is_staff=True)
+
+
+def token_for(user: Any) -> str:
+    from rest_framework.authtoken.models import Token
+
+    return Token.objects.get_or_create(user=user)[0].key
+
+
+class WS:
+    """A websocket test client speaking protocol v1."""
+
+    def __init__(self, comm: WebsocketCommunicator):
+        self.comm = comm
+
+    async def send(self, frame: dict[str, Any] | str) -> None:
+        await self.comm.send_to(text_data=frame if isinstance(frame, str) else json.dumps(frame))
+
+    async def recv(self, timeout: float = 5) -> dict[str, Any]:
+        return json.loads(await self.comm.receive_from(timeout=timeout))
+
+    async def chat(self, message: str, **fields: Any) -> str:
+        cmid = fields.pop("client_message_id", None) or str(uuid.uuid4())
+        await self.send({"type": "chat.send", "client_message_id": cmid, "conversation_id": fields.pop("conversation_id", None),
+                         "message": message, "context": fields.pop("context", {}), **fields})
+        return cmid
+
+    async def until_terminal(self, timeout: float = 10) -> list[dict[str, Any]]:
+        events = []
+        while True:
+            ev = await self.recv(timeout)
+            events.append(ev)
+            if ev["type"] in ("complete", "cancelled") or (ev["type"] == "error" and "seq" in ev):
+                return events
+
+    async def close(self) -> None:
+        await self.comm.disconnect()
+
+
+async def ws_connect(user: Any | None = None, *, token: str | None = None, headers: list[tuple[bytes, bytes]] | None = None) -> tuple[WS | None, Any]:
+    """Open /ws/chat/ through the real ASGI app; returns (client or None, the handshake result)."""
+    from channels.db import database_sync_to_async
+
+    from config.asgi import application
+
+    hdrs = list(headers or [])
+    if token is None and user is not None:
+        token = await database_sync_to_async(token_for)(user)
+    if token:
+        hdrs.append((b"authorization", f"Token {token}".encode()))
+    comm = WebsocketCommunicator(application, "/ws/chat/", headers=hdrs)
+    connected, code = await comm.connect(timeout=5)
+    return (WS(comm) if connected else None), code

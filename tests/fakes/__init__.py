@@ -1,0 +1,1 @@
+"""Local, real-network fakes of external services, for tests."""

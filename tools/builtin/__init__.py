@@ -1,0 +1,2 @@
+"""Built-in tools available on every page."""
+from tools.builtin import core  # noqa: F401

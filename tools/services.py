@@ -1,0 +1,41 @@
+"""Writes and reads for tool rows (the staff-tunable mirror of the registry)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tools.registry import ToolRegistry, registry as default_registry
+
+
+@dataclass(frozen=True)
+class ToolOverride:
+    enabled: bool
+    requires_approval: bool
+    description: str
+
+
+def tool_rows_sync(*, registry: ToolRegistry = default_registry) -> None:
+    """Create/refresh a row per registered tool; mark rows whose tool left the code."""
+    from tools.models import Tool
+
+    names = set()
+    for spec in registry:
+        names.add(spec.name)
+        row, created = Tool.objects.get_or_create(
+            name=spec.name,
+            defaults={"description": spec.description, "requires_approval": spec.requires_approval,
+                      "is_global": spec.is_global, "module": spec.module},
+        )
+        if not created and (row.description, row.is_global, row.module, row.registered) != (spec.description, spec.is_global, spec.module, True):
+            row.description, row.is_global, row.module, row.registered = spec.description, spec.is_global, spec.module, True
+            row.save(update_fields=["description", "is_global", "module", "registered", "updated_at"])
+    Tool.objects.exclude(name__in=names).filter(registered=True).update(registered=False)
+
+
+def tool_overrides() -> dict[str, ToolOverride]:
+    """Staff settings by tool name (one query)."""
+    from tools.models import Tool
+
+    return {
+        name: ToolOverride(enabled, approval, override)
+        for name, enabled, approval, override in Tool.objects.values_list("name", "enabled", "requires_approval", "description_override")
+    }

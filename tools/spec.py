@@ -1,0 +1,107 @@
+"""ToolSpec: a typed function the model may call; its schema comes from the signature and docstring."""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+from chat.agent.types import AgentTool, ToolContext
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A registered tool. `executor(input: dict, ctx: ToolContext)` may be sync, async or a generator."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    executor: Callable[..., Any]
+    is_global: bool = False
+    requires_approval: bool = False
+    streaming: bool = False
+    side_effects: bool = False
+    module: str = ""
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    def as_agent_tool(self, *, description: str | None = None, requires_approval: bool | None = None) -> AgentTool:
+        """The loop's view of this tool, with staff overrides applied."""
+        return AgentTool(
+            name=self.name,
+            description=description or self.description,
+            input_schema=self.input_schema,
+            executor=self.executor,
+            requires_approval=self.requires_approval if requires_approval is None else requires_approval,
+        )
+
+    def with_(self, **changes: Any) -> "ToolSpec":
+        return replace(self, **changes)
+
+
+def spec_from_function(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+    **options: Any,
+) -> ToolSpec:
+    """Build a ToolSpec from a typed function; a parameter named `ctx` receives the ToolContext."""
+    doc = inspect.getdoc(fn) or ""
+    desc = description or doc.strip()
+    if not desc:
+        raise ValueError(f"tool {fn.__name__!r} needs a docstring or a description")
+    sig = inspect.signature(fn)
+    wants_ctx = "ctx" in sig.parameters
+    if input_schema is None:
+        model = _input_model(fn, sig)
+        input_schema = model.model_json_schema()
+        input_schema.pop("title", None)
+        validate = model.model_validate
+    else:
+        model = None
+        validate = None
+    executor = _executor(fn, validate, wants_ctx)
+    streaming = inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
+    return ToolSpec(
+        name=name or fn.__name__, description=desc, input_schema=input_schema, executor=executor,
+        streaming=options.pop("streaming", streaming), module=fn.__module__, **options,
+    )
+
+
+def _input_model(fn: Callable[..., Any], sig: inspect.Signature) -> type[BaseModel]:
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    for pname, param in sig.parameters.items():
+        if pname == "ctx" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(pname, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (annotation, default)
+    return create_model(f"{fn.__name__}_input", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _executor(fn: Callable[..., Any], validate: Callable[[Any], BaseModel] | None, wants_ctx: bool) -> Callable[..., Any]:
+    """Wrap `fn` into the loop's executor shape, keeping it sync/async/generator as it was."""
+
+    def kwargs(tool_input: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        kw = dict(validate(tool_input)) if validate else dict(tool_input)
+        if wants_ctx:
+            kw["ctx"] = ctx
+        return kw
+
+    if inspect.isasyncgenfunction(fn):
+        async def agen(tool_input: dict[str, Any], ctx: ToolContext) -> Any:
+            async for item in fn(**kwargs(tool_input, ctx)):
+                yield item
+        return agen
+    if inspect.iscoroutinefunction(fn):
+        async def coro(tool_input: dict[str, Any], ctx: ToolContext) -> Any:
+            return await fn(**kwargs(tool_input, ctx))
+        return coro
+
+    def sync(tool_input: dict[str, Any], ctx: ToolContext) -> Any:
+        return fn(**kwargs(tool_input, ctx))
+    return sync
