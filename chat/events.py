@@ -179,13 +179,9 @@ def parse_frame(text: str | None, max_bytes: int) -> "ClientFrame | FrameError":
     ftype = data.get("type")
     if not isinstance(ftype, str) or ftype not in CLIENT_FRAME_TYPES:
         return FrameError(code="unknown_type", message=f"unknown frame type {str(ftype)[:40]!r}")
-    try:
-        clean = json.dumps(data, ensure_ascii=False)
-        clean.encode("utf-8")
-    except (UnicodeEncodeError, RecursionError, ValueError):
-        return FrameError(code="bad_frame", message="frame contains invalid text (lone surrogates)")
-    if "\x00" in clean:
-        return FrameError(code="bad_frame", message="frame contains NUL characters")
+    problem = _bad_text(data)
+    if problem:
+        return FrameError(code="bad_frame", message=f"frame contains {problem}")
     try:
         return client_frame_adapter.validate_python(data)
     except ValidationError as exc:
@@ -196,3 +192,24 @@ def parse_frame(text: str | None, max_bytes: int) -> "ClientFrame | FrameError":
         return FrameError(code="bad_frame", message="frame is nested too deeply")
 
 
+
+
+def _bad_text(value: Any, depth: int = 0) -> str | None:
+    """Why a decoded frame cannot be stored or echoed (NUL, lone surrogates, nesting), or None."""
+    if depth > 32:
+        return "nesting deeper than 32 levels"
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "NUL characters"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "invalid text (lone surrogates)"
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _bad_text(key, depth + 1) if isinstance(key, str) else None
+        found = found or _bad_text(item, depth + 1)
+        if found:
+            return found
+    return None

@@ -319,6 +319,10 @@ class _TextPipe:
     def feed(self, raw: str) -> None:
         self._queue(self.filter.feed(raw))
 
+    def feed_verbatim(self, text: str) -> None:
+        """Text the server wrote (tool markers): shown as is, never parsed for payload blocks."""
+        self._queue(text)
+
     def _queue(self, text: str) -> None:
         if not text:
             return
@@ -386,7 +390,7 @@ class _Turn:
     # -- agent events --
     def on_text(self, ev: AgentTextDelta) -> None:
         assert self.pipe is not None
-        self.pipe.feed(ev.text)
+        (self.pipe.feed_verbatim if ev.is_tool_marker else self.pipe.feed)(ev.text)
         self._maybe_flush_db()
 
     def on_tool_start(self, ev: AgentToolStart) -> None:
@@ -496,8 +500,8 @@ class _Turn:
         assert self.pipe is not None
         specs = {m: p.validator() for m, p in plan.payload_markers.items()}
         parsed = parse_blocks(self.pipe.filter.extracted, specs)
-        values = list(parsed.suggested_values)
-        actions = list(parsed.suggested_actions)
+        values = [_plain(v) for v in parsed.suggested_values]
+        actions = [_plain(a) for a in parsed.suggested_actions]
         payloads: list[dict[str, Any]] = []
         for p in self.state.payloads:
             payloads.append(self._payload(p.get("type", "tool"), p.get("data"), "tool"))
@@ -529,8 +533,7 @@ class _Turn:
         """Keep client actions the page or tray knows and server actions with a handler; sign the latter."""
         client_ok = {a.action for a in (*BUILTIN_CLIENT_ACTIONS, *page.client_actions)}
         kept, dropped = [], []
-        for a in actions:
-            item = a if isinstance(a, dict) else a.model_dump(exclude_none=True)
+        for item in actions:
             handler, name = item.get("handler"), item.get("action")
             if handler == "client" and name in client_ok:
                 kept.append(item)
@@ -594,12 +597,20 @@ class _Turn:
         if status == Run.Status.COMPLETED:
             if getattr(self.user, "is_staff", False):
                 payload["diagnostics"] = diagnostics
-            self.emit("complete", payload=payload)
+            try:
+                self.emit("complete", payload=payload)
+            except (TypeError, ValueError):  # never leave a run without its terminal event
+                log.exception("run %s: complete payload not serialisable", self.prep.run_id)
+                self.emit("error", code="internal", message="Something went wrong while answering. Please try again.")
         elif status == Run.Status.CANCELLED:
             self.emit("cancelled")
         else:
             assert error is not None
             self.emit("error", code=error[0], message=error[1])
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    return value.model_dump(exclude_none=True) if hasattr(value, "model_dump") else dict(value)
 
 
 async def _turn_execute(handle: RunHandle, user: Any, frame: ChatSend, provider: Provider, prep: _Prepared | None) -> None:

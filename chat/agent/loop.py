@@ -134,7 +134,7 @@ async def run_agent_loop(
             )
             marker = tool_marker(tool_index)
             state.text_parts.append(marker)
-            yield AgentTextDelta(marker)
+            yield AgentTextDelta(marker, is_tool_marker=True)
             tool_index += 1
             state.pending_tool_uses = state.pending_tool_uses[1:]
         tool_turn = {"role": "user", "content": results}

@@ -59,6 +59,7 @@ class AgentTool:
 @dataclass(slots=True)
 class AgentTextDelta:
     text: str
+    is_tool_marker: bool = False  # inserted by the loop, not written by the model
 
 
 @dataclass(slots=True)

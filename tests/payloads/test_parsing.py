@@ -414,3 +414,8 @@ def test_pydantic_and_factory_validators() -> None:
     assert isinstance(make_validator({"type": "object"}), JsonSchemaValidator)
     with pytest.raises(SchemaError):
         make_validator(42)  # type: ignore[arg-type]
+
+
+def test_non_json_constants_are_invalid() -> None:
+    parsed = parse_blocks([Extracted("SCHEMA_PROPOSAL:", '{"proposed_changes": {"x": NaN}}')], SPECS)
+    assert parsed.payloads == [] and "NaN" in parsed.errors[0]["error"]

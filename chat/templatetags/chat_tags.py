@@ -1,0 +1,78 @@
+"""`{% chat_tray page="reports" context=some_dict %}`: the tray's mount point, config and assets."""
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.conf import settings
+from django.middleware.csrf import get_token
+from django.template.base import FilterExpression, Parser, Token, token_kwargs
+from django.template.context import Context
+from django.utils.module_loading import import_string
+
+register = template.Library()
+
+TRAY_TEMPLATE = "chat/tray.html"
+
+
+def provider_is_offline() -> bool:
+    """True when the configured provider says it is the offline stand-in (the UI shows a note)."""
+    try:
+        provider = import_string(settings.CHAT_PROVIDER)
+    except ImportError:
+        return False
+    return bool(getattr(provider, "is_offline", False))
+
+
+def tray_config(request: Any, user: Any, page: str, page_context: dict[str, Any] | None) -> dict[str, Any]:
+    """The JSON the tray boots from; `context` is what the page wants sent with every message."""
+    return {
+        "page": page,
+        "context": {**(page_context or {}), "current_page": page},
+        "ws_url": "/ws/chat/",
+        "api_base": "/api/",
+        "is_staff": bool(getattr(user, "is_staff", False)),
+        "offline": provider_is_offline(),
+        "user": getattr(user, "get_username", lambda: "")(),
+        "csrf_token": get_token(request) if request is not None else "",
+    }
+
+
+class ChatTrayNode(template.Node):
+    def __init__(self, kwargs: dict[str, FilterExpression]) -> None:
+        self.kwargs = kwargs
+
+    def render(self, context: Context) -> str:
+        values = {name: expr.resolve(context) for name, expr in self.kwargs.items()}
+        request = context.get("request")
+        user = context.get("user") or getattr(request, "user", None)
+        # A websocket without a session is refused, so an anonymous visitor gets no tray.
+        if user is None or not getattr(user, "is_authenticated", False):
+            return ""
+        page = str(values.get("page") or "")
+        page_context = values.get("context")
+        if page_context is not None and not isinstance(page_context, dict):
+            raise template.TemplateSyntaxError("chat_tray: context= must be a dict")
+        tray = context.template.engine.get_template(TRAY_TEMPLATE)
+        return tray.render(
+            context.new({"config": tray_config(request, user, page, page_context), "csp_nonce": context.get("csp_nonce")})
+        )
+
+
+@register.tag("chat_tray")
+def chat_tray(parser: Parser, token: Token) -> ChatTrayNode:
+    """Parse `{% chat_tray page=... context=... %}`.
+
+    A hand-written tag because simple/inclusion tags with takes_context reserve the name
+    `context`, which is exactly the keyword this tag needs.
+    """
+    bits = token.split_contents()[1:]
+    kwargs = token_kwargs(bits, parser, support_legacy=False)
+    if bits:
+        raise template.TemplateSyntaxError(f"chat_tray takes only keyword arguments, got {bits!r}")
+    unknown = set(kwargs) - {"page", "context"}
+    if unknown:
+        raise template.TemplateSyntaxError(f"chat_tray: unknown argument(s) {sorted(unknown)}")
+    if "page" not in kwargs:
+        raise template.TemplateSyntaxError('chat_tray needs page="..."')
+    return ChatTrayNode(kwargs)
