@@ -14,6 +14,28 @@ from chat.providers.scripted import ScriptedProvider
 from chat.runs import manager
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With REQUIRE_SERVICES=1 (CI), PostgreSQL and Redis must answer: fail the run, never skip."""
+    if os.environ.get("REQUIRE_SERVICES") != "1":
+        return
+    problems = []
+    try:
+        import redis
+
+        redis.Redis.from_url(os.environ["REDIS_URL"], socket_timeout=3).ping()
+    except Exception as exc:
+        problems.append(f"Redis at REDIS_URL: {exc}")
+    try:
+        import psycopg
+
+        url = os.environ["DATABASE_URL"].replace("postgres://", "postgresql://", 1)
+        psycopg.connect(url, connect_timeout=3).close()
+    except Exception as exc:
+        problems.append(f"PostgreSQL at DATABASE_URL: {exc}")
+    if problems:
+        pytest.exit("REQUIRE_SERVICES=1 but: " + "; ".join(problems), returncode=3)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Services tests run only when CI asks for them (and then must not skip)."""
     for item in items:

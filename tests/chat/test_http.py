@@ -1,0 +1,144 @@
+"""SSE and REST transports over the real ASGI/Django stack."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from django.test import AsyncClient, Client
+
+from chat.models import Conversation, Message, Run
+from chat.providers import scripted as s
+from tests.conftest import token_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def parse_sse(chunks: list[bytes]) -> list[tuple[str | None, dict[str, Any]]]:
+    out = []
+    for block in b"".join(chunks).decode().split("\n\n"):
+        if not block.strip():
+            continue
+        ident = None
+        data = None
+        for line in block.splitlines():
+            if line.startswith("id: "):
+                ident = line[4:]
+            elif line.startswith("data: "):
+                data = json.loads(line[6:])
+        out.append((ident, data))
+    return out
+
+
+async def auth_headers(user: Any) -> dict[str, str]:
+    return {"Authorization": f"Token {await database_sync_to_async(token_for)(user)}"}
+
+
+class TokenClient(AsyncClient):
+    """An AsyncClient that sends the token on every request (the constructor's headers are not applied to ASGI scopes)."""
+
+    def __init__(self, headers: dict[str, str]):
+        super().__init__()
+        self.auth = headers
+
+    def generic(self, *args: Any, headers: dict[str, str] | None = None, **kw: Any) -> Any:
+        return super().generic(*args, headers={**self.auth, **(headers or {})}, **kw)
+
+
+async def test_sse_streams_incrementally(user: Any, scripted: Any) -> None:
+    scripted.enqueue([s.TextDelta("one "), 0.3, s.TextDelta("two")])
+    client = TokenClient(await auth_headers(user))
+    response = await client.post("/api/chat/stream", {"client_message_id": "c1", "message": "hi"}, content_type="application/json")
+    assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
+    arrivals: list[tuple[float, bytes]] = []
+    t0 = time.perf_counter()
+    async for chunk in response.streaming_content:
+        arrivals.append((time.perf_counter() - t0, chunk))
+    events = parse_sse([c for _, c in arrivals])
+    types = [e["type"] for _, e in events]
+    assert types[0] == "status" and types[-1] == "complete"
+    ids = [i for i, _ in events]
+    run_id = events[0][1]["run_id"]
+    assert ids == [f"{run_id}:{n}" for n in range(1, len(ids) + 1)]
+    # the first text arrived well before the last: streamed, not buffered
+    first_text = next(t for t, c in arrivals if b"one " in c)
+    last = arrivals[-1][0]
+    assert last - first_text >= 0.25
+
+
+async def test_sse_resume_with_last_event_id_and_cancel(user: Any, scripted: Any) -> None:
+    gate = asyncio.Event()
+    scripted.enqueue([s.TextDelta("a"), 0.05, s.TextDelta("b"), gate])
+    headers = await auth_headers(user)
+    client = TokenClient(headers)
+    response = await client.post("/api/chat/stream", {"client_message_id": "c2", "message": "hi"}, content_type="application/json")
+    it = response.streaming_content.__aiter__()
+    first = parse_sse([await it.__anext__()])[0][1]
+    run_id = first["run_id"]
+    await asyncio.sleep(0.3)
+    cancel = await client.post(f"/api/chat/runs/{run_id}/cancel")
+    assert cancel.status_code == 202
+    resumed = await client.get(f"/api/chat/runs/{run_id}/events", headers={**headers, "Last-Event-ID": f"{run_id}:1"})
+    events = parse_sse([c async for c in resumed.streaming_content])
+    assert [e["seq"] for _, e in events] == list(range(2, 2 + len(events)))
+    assert events[-1][1]["type"] == "cancelled"
+    assert "".join(e.get("text", "") for _, e in events) == "ab"
+
+
+async def test_sse_refusals(user: Any, other_user: Any, scripted: Any) -> None:
+    anon = AsyncClient()
+    r = await anon.post("/api/chat/stream", {"client_message_id": "x", "message": "hi"}, content_type="application/json")
+    assert r.status_code == 401
+    client = TokenClient(await auth_headers(user))
+    r = await client.post("/api/chat/stream", "not json", content_type="application/json")
+    assert r.status_code == 400 and r.json()["code"] == "bad_json"
+    conv = await Conversation.objects.acreate(owner=other_user, title="bob's")
+    r = await client.post("/api/chat/stream", {"client_message_id": "x", "message": "hi", "conversation_id": conv.pk}, content_type="application/json")
+    assert r.status_code == 404 and r.json()["code"] == "not_found"
+    r = await client.get("/api/chat/runs/not-a-uuid/events")
+    assert r.status_code == 404
+
+
+async def test_session_sse_requires_csrf(user: Any, scripted: Any) -> None:
+    client = AsyncClient(enforce_csrf_checks=True)
+    await database_sync_to_async(client.force_login)(user)
+    r = await client.post("/api/chat/stream", {"client_message_id": "x", "message": "hi"}, content_type="application/json")
+    assert r.status_code == 401 and "CSRF" in r.json()["message"]
+
+
+def test_rest_chat_returns_the_final_response(user: Any, scripted: Any) -> None:
+    scripted.enqueue(s.text("Hi! ", 'SUGGESTED_VALUES: [{"label": "Yes", "value": "yes please"}]'))
+    client = Client(headers={"Authorization": f"Token {token_for(user)}"})
+    r = client.post("/api/chat", {"client_message_id": "r1", "message": "hello", "context": {"current_page": "home"}}, content_type="application/json")
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert body["message"] == "Hi! " and body["suggested_values"] == [{"label": "Yes", "value": "yes please"}]
+    assert set(body) >= {"message", "message_html", "suggested_values", "suggested_actions", "custom_payload", "tool_history",
+                         "conversation_id", "message_id", "run_id", "usage"}
+    assert "diagnostics" not in body
+    assert Message.objects.get(pk=body["message_id"]).content == "Hi! "
+
+
+def test_rest_conversations_crud_is_owner_scoped(user: Any, other_user: Any, scripted: Any) -> None:
+    scripted.enqueue(s.text("stored answer"))
+    client = Client(headers={"Authorization": f"Token {token_for(user)}"})
+    body = client.post("/api/chat", {"client_message_id": "r2", "message": "remember me"}, content_type="application/json").json()
+    cid = body["conversation_id"]
+    listing = client.get("/api/conversations/").json()
+    assert [c["id"] for c in listing] == [cid]
+    detail = client.get(f"/api/conversations/{cid}/").json()
+    assert [m["role"] for m in detail["messages"]] == ["user", "assistant"]
+    assert detail["messages"][1]["content"] == "stored answer" and "<p>" in detail["messages"][1]["message_html"]
+    assert client.patch(f"/api/conversations/{cid}/", {"title": "Renamed"}, content_type="application/json").json()["title"] == "Renamed"
+    bob = Client(headers={"Authorization": f"Token {token_for(other_user)}"})
+    assert bob.get(f"/api/conversations/{cid}/").status_code == 404
+    assert bob.patch(f"/api/conversations/{cid}/", {"title": "x"}, content_type="application/json").status_code == 404
+    assert bob.delete(f"/api/conversations/{cid}/").status_code == 404
+    assert bob.get("/api/conversations/").json() == []
+    assert client.post("/api/conversations/", {"title": "new one"}, content_type="application/json").status_code == 201
+    assert client.delete(f"/api/conversations/{cid}/").status_code == 204
+    assert not Conversation.objects.filter(pk=cid).exists()
+    assert Client().get("/api/conversations/").status_code in (401, 403)
