@@ -481,6 +481,7 @@ class _Turn:
             provider=self.provider, system=plan.system, messages=plan.messages, tools=plan.tools,
             model=settings.CHAT_MODEL, max_tokens=settings.CHAT_MAX_TOKENS, temperature=settings.CHAT_TEMPERATURE,
             max_iterations=settings.CHAT_MAX_ITERATIONS, ctx=ctx, approver=self.approve, state=self.state,
+            sync_runner=_run_sync,
         ):
             out = self.handlers[type(ev)](ev)
             if asyncio.iscoroutine(out):
@@ -607,6 +608,11 @@ class _Turn:
         else:
             assert error is not None
             self.emit("error", code=error[0], message=error[1])
+
+
+async def _run_sync(fn: Callable[..., Any], *args: Any) -> Any:
+    """Blocking tool code runs in Django's sync thread, so it uses the ORM like any view would."""
+    return await sync_to_async(fn)(*args)
 
 
 def _plain(value: Any) -> dict[str, Any]:

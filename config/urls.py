@@ -5,4 +5,5 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("chat.urls")),
+    path("", include("pages.site.urls")),
 ]

@@ -124,3 +124,14 @@ async def ws_connect(user: Any | None = None, *, token: str | None = None, heade
     comm = WebsocketCommunicator(application, "/ws/chat/", headers=hdrs)
     connected, code = await comm.connect(timeout=5)
     return (WS(comm) if connected else None), code
+
+
+@pytest.fixture
+def corpus(db: Any) -> int:
+    """The shipped article corpus (transactional tests flush what the data migration loaded)."""
+    from pages.models import Article
+    from pages.site.data import load_articles
+
+    if not Article.objects.exists():
+        load_articles(Article)
+    return Article.objects.count()

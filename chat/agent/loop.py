@@ -32,6 +32,7 @@ from chat.providers.base import (
 )
 
 Approver = Callable[[str, str, dict[str, Any]], Awaitable[bool]]
+SyncRunner = Callable[..., Awaitable[Any]]  # runs a blocking call off the event loop: runner(fn, *args)
 MAX_TOOL_OUTPUT_CHARS = 20_000
 
 
@@ -53,6 +54,7 @@ async def run_agent_loop(
     ctx: ToolContext | None = None,
     approver: Approver | None = None,
     state: LoopState | None = None,
+    sync_runner: SyncRunner = asyncio.to_thread,
 ) -> AsyncIterator[AgentEvent]:
     """Yield agent events until the model answers without tools or `max_iterations` model calls ran."""
     state = state if state is not None else LoopState()
@@ -117,7 +119,7 @@ async def run_agent_loop(
                     if not approved:
                         result = ToolResult("Error: the user did not approve this tool call.", is_error=True)
                 if result is None:
-                    async for item in _execute(tool, use.input, ctx):
+                    async for item in _execute(tool, use.input, ctx, sync_runner):
                         if isinstance(item, ToolProgress):
                             yield AgentToolProgress(tool_use_id=use.id, name=use.name, update=item)
                         else:
@@ -145,7 +147,7 @@ async def run_agent_loop(
             return
 
 
-async def _execute(tool: AgentTool, tool_input: dict[str, Any], ctx: ToolContext) -> AsyncIterator[ToolProgress | ToolResult]:
+async def _execute(tool: AgentTool, tool_input: dict[str, Any], ctx: ToolContext, run_sync: SyncRunner) -> AsyncIterator[ToolProgress | ToolResult]:
     """Run any executor shape; exceptions become an error result the model can react to."""
     try:
         fn = tool.executor
@@ -160,10 +162,10 @@ async def _execute(tool: AgentTool, tool_input: dict[str, Any], ctx: ToolContext
         elif inspect.iscoroutinefunction(fn):
             yield _as_result(await fn(tool_input, ctx))
         else:
-            out = await asyncio.to_thread(fn, tool_input, ctx)
+            out = await run_sync(fn, tool_input, ctx)
             if inspect.isgenerator(out):
                 while True:
-                    done, value = await asyncio.to_thread(_step, out)
+                    done, value = await run_sync(_step, out)
                     if done:
                         yield _as_result(value)
                         break

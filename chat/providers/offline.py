@@ -27,7 +27,8 @@ STOPWORDS = frozenset(
     "a an the and or of for to in on at by with about from into me my i you your we our us it its is are be "
     "can could would should will please help want need like let lets show give find get tell what which who "
     "how some any this that these those do does did some more most new make create up out all there here "
-    "as if so just also now then than them they their his her have has had was were been not no yes ok".split()
+    "as if so just also now then than them they their his her have has had was were been not no yes ok "
+    "focus focused based around regarding propose suggest suggestion idea ideas".split()
 )
 INTRO = "**Offline model** (no API key configured). "
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]+")
@@ -49,6 +50,10 @@ class PayloadOffer:
     description: str
     marker: str
     example: Any
+    instructions: str = ""
+
+    def own_words(self) -> set[str]:
+        return words(f"{self.type} {self.description} {self.marker}")
 
 
 @dataclass
@@ -70,6 +75,7 @@ class Capabilities:
     def parse(cls, system: str) -> "Capabilities":
         payloads: list[PayloadOffer] = []
         for block in re.split(r"\n(?=### )", system):
+            block = re.split(r"\n#{1,2} ", block)[0]  # a payload's block ends at the next section
             head = re.match(r"### (\w+)(?: - (.*))?", block)
             example = re.search(r"Example:\n([A-Z][A-Z0-9_]*:)\s*(.+)", block)
             if head and example:
@@ -77,7 +83,7 @@ class Capabilities:
                     data = json.loads(example.group(2))
                 except ValueError:
                     continue
-                payloads.append(PayloadOffer(head.group(1), head.group(2) or "", example.group(1), data))
+                payloads.append(PayloadOffer(head.group(1), head.group(2) or "", example.group(1), data, block))
         actions: list[ActionOffer] = []
         for handler in ("client", "server"):
             section = re.search(rf"## \w+ actions \(handler \"{handler}\"\)\n((?:- .*\n?)+)", system)
@@ -159,7 +165,12 @@ def decide(request: ProviderRequest) -> Reply:
             return Reply(INTRO + f"I'll use the `{tool['name']}` tool for that.", (tool["name"], _tool_input(tool, user_text)))
     offer = _best_payload(caps.payloads, user_text)
     if offer is not None:
-        return Reply(_payload_text(offer, user_text, caps))
+        topic = _topic(user_text, offer)
+        asks = re.search(r"SUGGESTED_VALUES: (\[.*?\])(?:\.|\s|$)", offer.instructions)
+        if not topic and "{topic}" in json.dumps(offer.example).lower() and asks:
+            return Reply(INTRO + f"Happy to prepare a {offer.type.replace('_', ' ')}. Which area should it cover?\n"
+                         f"SUGGESTED_VALUES: {asks.group(1)}")
+        return Reply(_payload_text(offer, topic or "General", caps))
     return Reply(_smalltalk(request, user_text, caps))
 
 
@@ -196,6 +207,9 @@ def _best_tool(tools: list[dict[str, Any]], text: str) -> dict[str, Any] | None:
         name_hits = _score(query, tool["name"])
         desc_hits = _score(query, tool.get("description", "").split(".")[0])
         if tool["name"] == "calculate" and re.search(r"\d\s*[-+*/%^]\s*\d", text):
+            name_hits += 2
+        required = tool.get("input_schema", {}).get("required", [])
+        if any(r.endswith("id") for r in required) and re.search(r"\b\d{5,}\b", text):
             name_hits += 2
         score = 2 * name_hits + desc_hits
         if name_hits or desc_hits >= 2:
@@ -242,8 +256,15 @@ def _best_payload(offers: list[PayloadOffer], text: str) -> PayloadOffer | None:
     return best if best is not None and _score(query, best.type, best.description) > 0 else None
 
 
-def _payload_text(offer: PayloadOffer, user_text: str, caps: Capabilities) -> str:
-    data = _adapt(offer.example, user_text)
+def _topic(user_text: str, offer: PayloadOffer) -> str:
+    """The user's own subject: their content words that are not about the payload type itself."""
+    own = offer.own_words()
+    kept = [w for w in re.findall(r"[A-Za-z][\w-]*", user_text) if w.lower() not in STOPWORDS and not (words(w) and words(w) <= own)]
+    return " ".join(kept)[:60].strip()
+
+
+def _payload_text(offer: PayloadOffer, topic: str, caps: Capabilities) -> str:
+    data = _adapt(offer.example, topic)
     lines = [INTRO + f"Here is a {offer.type.replace('_', ' ')} based on what you asked. Review it in the panel."]
     lines.append(f"{offer.marker} {json.dumps(data, ensure_ascii=False)}")
     actions = [
@@ -257,9 +278,8 @@ def _payload_text(offer: PayloadOffer, user_text: str, caps: Capabilities) -> st
     return "\n".join(lines)
 
 
-def _adapt(example: Any, user_text: str) -> Any:
-    """The example payload, with `{topic}` placeholders filled from the user's words."""
-    topic = " ".join(w for w in re.findall(r"[A-Za-z][\w-]*", user_text) if w.lower() not in STOPWORDS)[:60].strip() or "General"
+def _adapt(example: Any, topic: str) -> Any:
+    """The example payload, with `{topic}` placeholders filled with the user's subject."""
     raw = json.dumps(example, ensure_ascii=False)
     raw = raw.replace("{topic}", topic.replace('"', "")).replace("{Topic}", topic.title().replace('"', ""))
     return json.loads(raw)

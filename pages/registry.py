@@ -1,0 +1,132 @@
+"""The page registry: what each page tells the agent (identity, context, tools, payloads, actions)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+ContextBuilder = Callable[[dict[str, Any], Any], str]  # (request context, user) -> CONTEXT text
+
+
+@dataclass(frozen=True)
+class ClientAction:
+    """A button the browser runs; `parameters` name the keys of its `data`."""
+
+    action: str
+    description: str
+    parameters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ServerActionResult:
+    """What a server action handler returns: the same parts as a turn, optionally asking for a model turn."""
+
+    message: str
+    suggested_values: list[dict[str, Any]] = field(default_factory=list)
+    suggested_actions: list[dict[str, Any]] = field(default_factory=list)
+    payload: dict[str, Any] | None = None
+    continue_with_model: bool = False
+
+
+@dataclass(frozen=True)
+class ServerAction:
+    """An action the server runs on a signed request: `handler(data, user, context) -> ServerActionResult`."""
+
+    action: str
+    description: str
+    handler: Callable[[dict[str, Any], Any, dict[str, Any]], ServerActionResult]
+    parameters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TabSpec:
+    name: str
+    tools: tuple[str, ...] = ()
+    payloads: tuple[str, ...] = ()
+    subtabs: dict[str, "TabSpec"] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    name: str
+    identity: str = ""
+    context_builder: ContextBuilder | None = None
+    tools: tuple[str, ...] = ()
+    payloads: tuple[str, ...] = ()
+    tabs: dict[str, TabSpec] = field(default_factory=dict)
+    client_actions: tuple[ClientAction, ...] = ()
+    server_actions: tuple[ServerAction, ...] = ()
+    custom_instructions: str = ""
+
+    def tab_chain(self, context: dict[str, Any]) -> list[TabSpec]:
+        """The active tab and subtab named by the request context, outermost first."""
+        chain: list[TabSpec] = []
+        tab = self.tabs.get(str(context.get("active_tab") or ""))
+        if tab is not None:
+            chain.append(tab)
+            sub = tab.subtabs.get(str(context.get("active_subtab") or ""))
+            if sub is not None:
+                chain.append(sub)
+        return chain
+
+    def tool_names(self, context: dict[str, Any]) -> list[str]:
+        """Page tools + active tab's + subtab's (globals are added by the tool registry)."""
+        names = list(self.tools)
+        for tab in self.tab_chain(context):
+            names += tab.tools
+        return names
+
+    def payload_types(self, context: dict[str, Any]) -> list[str]:
+        names = list(self.payloads)
+        for tab in self.tab_chain(context):
+            names += tab.payloads
+        return names
+
+    def server_action(self, name: str) -> ServerAction | None:
+        return next((a for a in self.server_actions if a.action == name), None)
+
+    def client_action(self, name: str) -> ClientAction | None:
+        return next((a for a in self.client_actions if a.action == name), None)
+
+
+# Built into every tray (static/chat/registry.js); pages add their own.
+BUILTIN_CLIENT_ACTIONS: tuple[ClientAction, ...] = (
+    ClientAction("close", "Close the chat tray."),
+    ClientAction("cancel", "Reset the conversation and close the tray."),
+    ClientAction("navigate", "Go to a page of this site.", ("route",)),
+    ClientAction("copy", "Copy text to the clipboard.", ("text",)),
+    ClientAction("highlight", "Highlight an element on the page.", ("selector",)),
+    ClientAction("download", "Download a file from this site.", ("url", "filename")),
+    ClientAction("restart", "Start a new conversation."),
+)
+
+DEFAULT_PAGE = PageSpec(name="default")
+
+
+class PageRegistry:
+    """Pages by name; `get()` of an unknown page gives the default page."""
+
+    def __init__(self) -> None:
+        self._pages: dict[str, PageSpec] = {}
+
+    def register(self, spec: PageSpec) -> PageSpec:
+        if spec.name in self._pages and self._pages[spec.name] is not spec:
+            raise ValueError(f"page {spec.name!r} is already registered")
+        self._pages[spec.name] = spec
+        return spec
+
+    def unregister(self, name: str) -> None:
+        self._pages.pop(name, None)
+
+    def get(self, name: str | None) -> PageSpec:
+        return self._pages.get(name or "", DEFAULT_PAGE)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._pages
+
+    def __iter__(self) -> Iterator[PageSpec]:
+        return iter(self._pages.values())
+
+
+registry = PageRegistry()
+register_page = registry.register

@@ -1,0 +1,41 @@
+"""Staff view of payload types: what exists, where pages use it, how often it was produced."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+
+from payloads.models import PayloadType
+
+
+@admin.register(PayloadType)
+class PayloadTypeAdmin(admin.ModelAdmin):
+    list_display = ["type", "source", "parse_marker", "is_global", "registered", "used_on"]
+    list_filter = ["source", "is_global", "registered"]
+    search_fields = ["type", "description"]
+    readonly_fields = ["type", "source", "parse_marker", "description", "is_global", "registered", "updated_at", "used_on", "instructions"]
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="used on pages")
+    def used_on(self, obj: PayloadType) -> str:
+        from pages.registry import registry
+
+        where = []
+        for page in registry:
+            if obj.type in page.payloads:
+                where.append(page.name)
+            where += [f"{page.name}/{t.name}" for t in page.tabs.values() if obj.type in t.payloads]
+        return ", ".join(where) or ("every page" if obj.is_global else "—")
+
+    @admin.display(description="instructions given to the model")
+    def instructions(self, obj: PayloadType) -> str:
+        from chat.admin import pretty
+        from payloads.registry import registry
+
+        spec = registry.get(obj.type)
+        return pretty(spec.instructions() if spec else "(no longer registered)")
