@@ -1,4 +1,5 @@
 """Settings from the environment; every service has an embedded default (SQLite, in-memory layer)."""
+import os
 from pathlib import Path
 
 import environ
