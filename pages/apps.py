@@ -3,6 +3,7 @@ import importlib
 import pkgutil
 
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class PagesConfig(AppConfig):
@@ -19,3 +20,10 @@ class PagesConfig(AppConfig):
         for info in pkgutil.iter_modules(pages.site.__path__):
             importlib.import_module(f"pages.site.{info.name}")
         autodiscover_modules("chat_pages")
+        post_migrate.connect(_sync, sender=self)
+
+
+def _sync(**kwargs: object) -> None:
+    from pages.models import chat_page_rows_sync
+
+    chat_page_rows_sync()

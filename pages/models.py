@@ -205,3 +205,39 @@ class Report(models.Model):
     def get_absolute_url(self) -> str:
         """The report detail page."""
         return reverse("pages:report_detail", args=[self.pk])
+
+
+class ChatPage(models.Model):
+    """ORM mirror of a registered chat page (code is the source of truth; staff see what each page offers)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    identity = models.TextField(blank=True)
+    tools = models.JSONField(default=list, blank=True)
+    payloads = models.JSONField(default=list, blank=True)
+    tabs = models.JSONField(default=dict, blank=True)
+    client_actions = models.JSONField(default=list, blank=True)
+    server_actions = models.JSONField(default=list, blank=True)
+    registered = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def chat_page_rows_sync() -> None:
+    """One row per registered page, refreshed after migrate."""
+    from pages.registry import registry
+
+    names = []
+    for page in registry:
+        names.append(page.name)
+        ChatPage.objects.update_or_create(name=page.name, defaults={
+            "identity": page.identity, "tools": list(page.tools), "payloads": list(page.payloads),
+            "tabs": {t.name: {"tools": list(t.tools), "payloads": list(t.payloads), "subtabs": sorted(t.subtabs)} for t in page.tabs.values()},
+            "client_actions": [a.action for a in page.client_actions], "server_actions": [a.action for a in page.server_actions],
+            "registered": True,
+        })
+    ChatPage.objects.exclude(name__in=names).update(registered=False)
