@@ -364,3 +364,25 @@ def test_checks_fail_on_a_page_naming_a_missing_tool(page: Any) -> None:
     finally:
         pages.unregister("t_broken")
     call_command("check")
+
+
+async def test_approval_over_http(user: Any, page: Any, scripted: Any) -> None:
+    from django.test import AsyncClient
+
+    from tests.conftest import token_for
+
+    scripted.enqueue(s.tool_call("t_danger", {"target": "h"}), s.text("done"))
+    ws, _ = await ws_connect(user)
+    await ws.chat("delete h", context=CTX)
+    ask = await _until(ws, "tool_approval")
+    headers = {"Authorization": f"Token {await database_sync_to_async(token_for)(user)}"}
+    client = AsyncClient()
+    url = f"/api/chat/runs/{ask['run_id']}/approve"
+    bad = await client.post(url, {"tool_use_id": ask["tool_use_id"], "approved": "yes"}, content_type="application/json", headers=headers)
+    assert bad.status_code == 400
+    ok = await client.post(url, {"tool_use_id": ask["tool_use_id"], "approved": True}, content_type="application/json", headers=headers)
+    assert ok.status_code == 200
+    again = await client.post(url, {"tool_use_id": ask["tool_use_id"], "approved": True}, content_type="application/json", headers=headers)
+    assert again.status_code == 404
+    assert (await ws.until_terminal())[-1]["type"] == "complete" and EXECUTED == [{"target": "h"}]
+    await ws.close()

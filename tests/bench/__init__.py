@@ -1,0 +1,1 @@
+"""Benchmarks: the server's own overhead, against bare Channels and bare ASGI (`python -m tests.bench.run`)."""

@@ -1,0 +1,76 @@
+"""The product's ASGI app, plus an opt-in bench hook: counts the SQL the process executes and answers
+`GET /__bench__/stats` (and `/__bench__/gc`, `/__bench__/profile/{start,stop}`). Bench servers only:
+`daphne tests.bench.asgi_counting:application`. Product code is untouched."""
+from __future__ import annotations
+
+import cProfile
+import gc
+import json
+import os
+import re
+import threading
+from collections import Counter
+from typing import Any
+
+from django.db.backends.signals import connection_created
+
+_lock = threading.Lock()
+_statements: Counter[str] = Counter()  # "INSERT chat_message", "SELECT", ...
+_WRITE = re.compile(r'^\s*(INSERT|UPDATE|DELETE|REPLACE)\b(?:\s+OR\s+\w+)?(?:\s+INTO)?\s+"?(\w+)"?', re.I)
+_profiler: cProfile.Profile | None = None
+
+
+def _count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    m = _WRITE.match(sql)
+    key = f"{m.group(1).upper()} {m.group(2)}" if m else sql.lstrip()[:9].split(" ", 1)[0].upper()
+    with _lock:
+        _statements[key] += 1
+    return execute(sql, params, many, context)
+
+
+def _on_connection(sender: Any, connection: Any, **kwargs: Any) -> None:
+    if _count not in connection.execute_wrappers:
+        connection.execute_wrappers.append(_count)
+
+
+connection_created.connect(_on_connection)
+
+from config.asgi import application as _app  # noqa: E402  (after the signal: count from the first query)
+
+
+def stats() -> dict[str, Any]:
+    with _lock:
+        statements = dict(_statements)
+    writes = {k: v for k, v in statements.items() if k.split(" ", 1)[0] in ("INSERT", "UPDATE", "DELETE", "REPLACE")}
+    return {"pid": os.getpid(), "db_writes": sum(writes.values()), "db_statements": sum(statements.values()),
+            "writes_by_table": writes, "statements": statements}
+
+
+async def _json(send: Any, body: dict[str, Any]) -> None:
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": data})
+
+
+async def application(scope: dict[str, Any], receive: Any, send: Any) -> Any:
+    global _profiler
+    path = scope.get("path", "")
+    if scope["type"] != "http" or not path.startswith("/__bench__/"):
+        return await _app(scope, receive, send)
+    if path == "/__bench__/stats":
+        return await _json(send, stats())
+    if path == "/__bench__/gc":
+        return await _json(send, {"collected": gc.collect()})
+    if path == "/__bench__/profile/start":
+        _profiler = cProfile.Profile()  # the event-loop thread: where the per-event hot path runs
+        _profiler.enable()
+        return await _json(send, {"ok": True})
+    if path == "/__bench__/profile/stop":
+        out = (scope.get("query_string") or b"").decode() or "/tmp/bench.prof"
+        if _profiler is not None:
+            _profiler.disable()
+            _profiler.dump_stats(out)
+            _profiler = None
+        return await _json(send, {"ok": True, "path": out})
+    await send({"type": "http.response.start", "status": 404, "headers": []})
+    await send({"type": "http.response.body", "body": b""})

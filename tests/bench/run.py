@@ -1,0 +1,669 @@
+"""Benchmark entry: `python -m tests.bench.run [--quick] [--scenario NAME ...] [--profile]`.
+
+Starts the real server (daphne + the product ASGI app, wrapped only to count SQL) with a benchmark model,
+plus two baselines serving the same recorded frames (a bare Channels relay and a bare ASGI app, both on
+daphne), drives them from this process with websocket (and SSE) clients, and writes
+tests/bench/results/latest.{md,json} when every scenario ran (var/bench/partial.* otherwise).
+Absolute times on shared machines are noise: compare the ratios measured side by side in one run.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from tests.bench import frames as frame_sets
+from tests.bench.client import (
+    Turn, integrity, latency, ms, pct, read_run, relay_turn, send_frame, sse_turn, ws_open, ws_turn,
+)
+from tests.bench.server import ROOT, Server
+
+VAR = ROOT / "var" / "bench"
+RESULTS = Path(__file__).resolve().parent / "results"
+SCENARIOS = ("sequential", "throughput", "concurrent", "idle", "dbwrites", "history", "redis")
+N_USERS = 110
+SECRET = "bench-" + "x" * 50
+
+# full / quick parameters of every scenario
+PARAMS: dict[str, dict[str, Any]] = {
+    "full": {"seq_turns": 300, "sse_turns": 100, "tput_tokens": 5000, "tput_rounds": 5, "levels": [1, 10, 50, 100],
+             "conc_turns": 5, "idle": 1000, "hist_turns": 30, "redis_convs": 10, "redis_turns": 3},
+    "quick": {"seq_turns": 100, "sse_turns": 30, "tput_tokens": 3000, "tput_rounds": 2, "levels": [1, 10, 50],
+              "conc_turns": 2, "idle": 1000, "hist_turns": 10, "redis_convs": 5, "redis_turns": 2},
+}
+TURN = "bench:tokens=100"  # the standard turn: 100 tokens, instant model
+PACED = "bench:tokens=100,rate=100"  # 100 tokens at 100 tokens/s (a 1 s answer)
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def app_env(database_url: str, **extra: str) -> dict[str, str]:
+    """Production-like settings (DEBUG off) with the bench model; per-user limits raised (not measured here)."""
+    return {
+        "DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": database_url, "REDIS_URL": "",
+        "CHAT_PROVIDER": "tests.bench.provider.BenchProvider", "DEBUG": "False", "SECRET_KEY": SECRET,
+        "CHAT_RATE_LIMIT_PER_MINUTE": "1000000", "CHAT_MAX_RUNNING_PER_USER": "1000", "LOG_LEVEL": "WARNING",
+        "BENCH_FRAMES_DIR": str(VAR / "frames"), **extra,
+    }
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    out = subprocess.run([sys.executable, *args], cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        raise RuntimeError(f"{args} failed:\n{out.stderr[-3000:]}")
+    return out.stdout
+
+
+def prepare_db(env: dict[str, str]) -> list[str]:
+    manage(env, "manage.py", "migrate", "--noinput")
+    return json.loads(manage(env, "-m", "tests.bench.dbsetup", "users", str(N_USERS)).splitlines()[-1])["tokens"]
+
+
+class CPU:
+    """Server CPU seconds between two points, for several servers at once."""
+
+    def __init__(self, *servers: Server):
+        self.servers = servers
+        self.start = {s.name: s.cpu() for s in servers}
+
+    def used(self) -> dict[str, float]:
+        return {s.name: s.cpu() - self.start[s.name] for s in self.servers}
+
+
+def per_event_us(cpu_s: float, events: int) -> float | None:
+    return round(cpu_s / events * 1e6, 1) if events else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a is not None and b else None
+
+
+def stream_summary(turns: list[Turn], cpu_s: float) -> dict[str, Any]:
+    events = sum(t.events for t in turns)
+    return {**latency(turns), **integrity(turns), "events": events, "cpu_s": round(cpu_s, 3),
+            "cpu_per_turn_ms": round(cpu_s / len(turns) * 1000, 2) if turns else None,
+            "cpu_per_1000_events_ms": round(cpu_s / events * 1e6 / 1000, 2) if events else None,
+            "cpu_per_event_us": per_event_us(cpu_s, events)}
+
+
+# ---- scenarios ----------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, mode: str, profile: bool, py_spy: str | None):
+        self.mode = mode
+        self.p = PARAMS[mode]
+        self.profile = profile
+        self.py_spy = py_spy
+        self.results: dict[str, Any] = {}
+        self.servers: dict[str, Server] = {}
+        self.tokens: list[str] = []
+
+    # -- setup --
+    def start(self, need_app: bool) -> None:
+        shutil.rmtree(VAR / "frames", ignore_errors=True)
+        (VAR / "logs").mkdir(parents=True, exist_ok=True)
+        base = {"BENCH_FRAMES_DIR": str(VAR / "frames")}
+        self.servers["channels"] = Server("channels", "tests.bench.baseline_channels:application", base, VAR / "logs").start()
+        self.servers["asgi"] = Server("asgi", "tests.bench.baseline_asgi:application", base, VAR / "logs").start()
+        if not need_app:
+            return
+        db = VAR / "bench.sqlite3"
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(db) + suffix).unlink(missing_ok=True)
+        url = f"sqlite:///{db}"
+        log("migrating the bench database (SQLite) and creating users")
+        self.db_env = app_env(url)
+        self.tokens = prepare_db(self.db_env)
+        self.servers["app"] = Server("app", "tests.bench.asgi_counting:application", self.db_env, VAR / "logs").start()
+        # the same app with coalescing off: every token is its own event (the per-event pipeline, measured)
+        self.servers["app_raw"] = Server("app_raw", "tests.bench.asgi_counting:application",
+                                         app_env(url, CHAT_COALESCE_WINDOW="0"), VAR / "logs").start()
+
+    def stop(self) -> None:
+        for s in self.servers.values():
+            s.stop()
+
+    async def record(self, server: Server, token: str, name: str, message: str) -> Turn:
+        """Record one real run's frames (exact bytes, arrival offsets) for the baselines to replay."""
+        ws = await ws_open(server.ws_url, token)
+        try:
+            turn = await ws_turn(ws, message, None, record=True)
+        finally:
+            await ws.close()
+        assert turn.ok, turn.error
+        frame_sets.save(name, turn.frames, turn.offsets)
+        return turn
+
+    # -- 1. one client, sequential turns --
+    async def sequential(self) -> None:
+        app, ch, asgi = self.servers["app"], self.servers["channels"], self.servers["asgi"]
+        await self.record(app, self.tokens[0], "turn100", TURN)
+        ws_app = await ws_open(app.ws_url, self.tokens[0])
+        ws_ch, ws_asgi = await ws_open(ch.ws_url), await ws_open(asgi.ws_url)
+        for _ in range(10):  # warm-up
+            await ws_turn(ws_app, TURN, None)
+            await relay_turn(ws_ch, "turn100")
+            await relay_turn(ws_asgi, "turn100")
+        runs: dict[str, list[Turn]] = {"app": [], "channels": [], "asgi": []}
+        cpu = CPU(app, ch, asgi)
+        stats0 = app.bench("stats")
+        conv: int | None = None
+        for block in range(self.p["seq_turns"] // 10):
+            conv = None  # a new conversation every 10 turns, as a user would
+            for _ in range(10):
+                t = await ws_turn(ws_app, TURN, conv)
+                conv = t.conversation_id
+                runs["app"].append(t)
+            for _ in range(10):
+                runs["channels"].append(await relay_turn(ws_ch, "turn100"))
+            for _ in range(10):
+                runs["asgi"].append(await relay_turn(ws_asgi, "turn100"))
+        used = cpu.used()
+        stats1 = app.bench("stats")
+        for ws in (ws_app, ws_ch, ws_asgi):
+            await ws.close()
+        # SSE on its own, so the app's CPU delta is the SSE path's
+        sse: list[Turn] = []
+        cpu_sse = CPU(app)
+        for i in range(self.p["sse_turns"]):
+            sse.append(await sse_turn(app.port, self.tokens[1], TURN, None))
+        sse_used = cpu_sse.used()["app"]
+        out = {name: stream_summary(turns, used[name]) for name, turns in runs.items()}
+        out["sse"] = stream_summary(sse, sse_used)
+        n = len(runs["app"])
+        out["app"]["db_writes_per_turn"] = round((stats1["db_writes"] - stats0["db_writes"]) / n, 2)
+        out["app"]["db_statements_per_turn"] = round((stats1["db_statements"] - stats0["db_statements"]) / n, 2)
+        a, b = out["app"], out["asgi"]
+        out["server_added"] = {k: round(a[k] - b[k], 2) for k in ("first_event_p50_ms", "first_event_p99_ms", "first_text_p50_ms", "first_text_p99_ms")}
+        out["sse_server_added"] = {k: round(out["sse"][k] - b[k], 2) for k in ("first_event_p50_ms", "first_event_p99_ms", "first_text_p50_ms", "first_text_p99_ms")}
+        out["cpu_per_turn_ratio_app_channels"] = ratio(a["cpu_per_turn_ms"], out["channels"]["cpu_per_turn_ms"])
+        self.results["sequential"] = out
+
+    # -- 2. one stream, as fast as it goes --
+    async def throughput(self) -> None:
+        raw, ch, asgi = self.servers["app_raw"], self.servers["channels"], self.servers["asgi"]
+        n = self.p["tput_tokens"]
+        message = f"bench:tokens={n}"
+        rec = await self.record(raw, self.tokens[2], "tput", message)
+        ws = {"app": await ws_open(raw.ws_url, self.tokens[2]), "channels": await ws_open(ch.ws_url), "asgi": await ws_open(asgi.ws_url)}
+        servers = {"app": raw, "channels": ch, "asgi": asgi}
+        rounds: dict[str, list[Turn]] = {k: [] for k in ws}
+        cpu_s: dict[str, float] = {k: 0.0 for k in ws}
+        await relay_turn(ws["channels"], "tput")  # warm-up (loads the set)
+        await relay_turn(ws["asgi"], "tput")
+        spy = None
+        if self.profile:
+            raw.bench("profile/start")
+            if self.py_spy:
+                spy = subprocess.Popen([self.py_spy, "record", "-p", str(raw.pid), "-r", "200", "-f", "speedscope",
+                                        "-o", str(VAR / "py-spy-app_raw.json"), "--nonblocking"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(self.p["tput_rounds"]):
+            for name in ("app", "channels", "asgi"):
+                c0 = servers[name].cpu()
+                t = await ws_turn(ws[name], message, None) if name == "app" else await relay_turn(ws[name], "tput")
+                await asyncio.sleep(0.05)  # let the server finish its bookkeeping before reading its CPU
+                cpu_s[name] += servers[name].cpu() - c0
+                rounds[name].append(t)
+        if self.profile:
+            if spy is not None:
+                spy.send_signal(2)
+                spy.wait(timeout=30)
+            prof = VAR / "cprofile-app_raw.prof"
+            raw.bench(f"profile/stop?{prof}")
+            self.profile_text(prof, VAR / "cprofile-app_raw.txt")
+        for w in ws.values():
+            await w.close()
+        out: dict[str, Any] = {"events_per_stream": rec.events}
+        for name, turns in rounds.items():
+            rates = [t.events / t.end for t in turns if t.end]
+            events = sum(t.events for t in turns)
+            out[name] = {**integrity(turns), "events": events, "events_per_s_median": round(pct(rates, 50) or 0),
+                         "events_per_s_best": round(max(rates)) if rates else None,
+                         "stream_ms_median": ms(pct([t.end for t in turns if t.end], 50)),
+                         "cpu_s": round(cpu_s[name], 3), "cpu_per_event_us": per_event_us(cpu_s[name], events),
+                         "cpu_per_1000_events_ms": round(cpu_s[name] / events * 1000, 2) if events else None}
+        out["cpu_ratio_app_channels"] = ratio(out["app"]["cpu_per_event_us"], out["channels"]["cpu_per_event_us"])
+        out["cpu_ratio_app_asgi"] = ratio(out["app"]["cpu_per_event_us"], out["asgi"]["cpu_per_event_us"])
+        out["rate_ratio_app_channels"] = ratio(out["app"]["events_per_s_median"], out["channels"]["events_per_s_median"])
+        self.results["throughput"] = out
+
+    def profile_text(self, prof: Path, out: Path) -> None:
+        import io
+        import pstats
+
+        buf = io.StringIO()
+        st = pstats.Stats(str(prof), stream=buf)
+        st.sort_stats("tottime").print_stats(30)
+        st.sort_stats("cumulative").print_stats(40)
+        out.write_text(buf.getvalue())
+        log(f"profile written to {out}")
+
+    # -- 3. concurrent conversations --
+    async def concurrent(self) -> None:
+        app, ch, asgi = self.servers["app"], self.servers["channels"], self.servers["asgi"]
+        await self.record(app, self.tokens[0], "paced100", PACED)
+        out: dict[str, Any] = {}
+        turns_each = self.p["conc_turns"]
+        for level in self.p["levels"]:
+            rng = random.Random(level)
+            plan = [(rng.uniform(0, 1.0), [rng.uniform(0.1, 0.4) for _ in range(turns_each)]) for _ in range(level)]
+            row: dict[str, Any] = {}
+            for name, server in (("app", app), ("channels", ch), ("asgi", asgi)):
+                row[name] = await self._level(name, server, level, plan)
+            row["server_added_first_event_p99_ms"] = round(row["app"]["first_event_p99_ms"] - row["asgi"]["first_event_p99_ms"], 2)
+            row["server_added_first_event_p50_ms"] = round(row["app"]["first_event_p50_ms"] - row["asgi"]["first_event_p50_ms"], 2)
+            row["cpu_ratio_app_channels"] = ratio(row["app"]["cpu_per_event_us"], row["channels"]["cpu_per_event_us"])
+            out[str(level)] = row
+            log(f"  {level} concurrent: app p99 first event {row['app']['first_event_p99_ms']} ms, "
+                f"bare ASGI {row['asgi']['first_event_p99_ms']} ms; {row['app']['events_per_s']} events/s")
+        self.results["concurrent"] = out
+
+    async def _level(self, name: str, server: Server, level: int, plan: list[tuple[float, list[float]]]) -> dict[str, Any]:
+        socks = await asyncio.gather(*(ws_open(server.ws_url, self.tokens[i] if name == "app" else None) for i in range(level)))
+        turns: list[Turn] = []
+        sse: list[Turn] = []
+
+        async def client(i: int) -> None:
+            start, thinks = plan[i]
+            await asyncio.sleep(start)
+            conv = None
+            for think in thinks:
+                if name == "app":
+                    t = await ws_turn(socks[i], PACED, conv)
+                    conv = t.conversation_id
+                else:
+                    t = await relay_turn(socks[i], "paced100", pace=True)
+                turns.append(t)
+                await asyncio.sleep(think)
+
+        async def sse_client() -> None:  # one SSE client alongside the websockets
+            await asyncio.sleep(0.5)
+            for _ in range(len(plan[0][1])):
+                sse.append(await sse_turn(server.port, self.tokens[N_USERS - 1], PACED, None))
+                await asyncio.sleep(0.2)
+
+        cpu = CPU(server)
+        t0 = time.perf_counter()
+        await asyncio.gather(*(client(i) for i in range(level)), *((sse_client(),) if name == "app" else ()))
+        wall = time.perf_counter() - t0
+        used = cpu.used()[server.name]
+        for s in socks:
+            await s.close()
+        summary = stream_summary(turns + sse, used)
+        summary.update(latency(turns))  # latency of the websocket turns; SSE separately below
+        summary["events_per_s"] = round(summary["events"] / wall)
+        if sse:
+            summary["sse"] = {**latency(sse), **integrity(sse)}
+        return summary
+
+    # -- 4. idle authenticated sockets --
+    async def idle(self) -> None:
+        n = self.p["idle"]
+        out: dict[str, Any] = {"sockets": n}
+        for name in ("app", "channels", "asgi"):
+            server = self.servers[name]
+            if name == "app":
+                server.bench("gc")
+            await asyncio.sleep(1.0)
+            rss0 = server.rss()
+            socks = []
+            t0 = time.perf_counter()
+            for i in range(0, n, 50):  # 100 users x 10 sockets (the per-user socket limit is 20)
+                socks += await asyncio.gather(*(ws_open(server.ws_url, self.tokens[j % 100] if name == "app" else None) for j in range(i, min(n, i + 50))))
+            opened = time.perf_counter() - t0
+            await asyncio.sleep(2.0)
+            if name == "app":
+                server.bench("gc")
+                await asyncio.sleep(0.5)
+            rss1 = server.rss()
+            for k in range(0, len(socks), 100):
+                await asyncio.gather(*(s.close() for s in socks[k:k + 100]))
+            out[name] = {"rss_before_mib": round(rss0 / 2**20, 1), "rss_after_mib": round(rss1 / 2**20, 1),
+                         "kib_per_socket": round((rss1 - rss0) / n / 1024, 1), "open_s": round(opened, 2)}
+            await asyncio.sleep(1.0)
+        out["ratio_app_channels"] = ratio(out["app"]["kib_per_socket"], out["channels"]["kib_per_socket"])
+        self.results["idle"] = out
+
+    # -- 5. DB writes per turn --
+    async def dbwrites(self) -> None:
+        app = self.servers["app"]
+        ws = await ws_open(app.ws_url, self.tokens[3])
+        out: dict[str, Any] = {}
+        for label, message in (("instant", "bench:tokens=500"), ("100_tok_s", "bench:tokens=500,rate=100"),
+                               ("paced_conversation_turn2", "bench:tokens=500,rate=100")):
+            conv = out.get("_conv") if label == "paced_conversation_turn2" else None
+            await asyncio.sleep(0.5)
+            s0 = app.bench("stats")
+            t = await ws_turn(ws, message, conv, timeout=60)
+            await asyncio.sleep(0.5)
+            s1 = app.bench("stats")
+            out["_conv"] = t.conversation_id
+            by_table = {k: s1["writes_by_table"].get(k, 0) - s0["writes_by_table"].get(k, 0) for k in s1["writes_by_table"]}
+            out[label] = {"ok": t.ok, "tokens": 500, "events": t.events, "turn_ms": ms(t.end),
+                          "db_writes": s1["db_writes"] - s0["db_writes"],
+                          "db_statements": s1["db_statements"] - s0["db_statements"],
+                          "writes_by_table": {k: v for k, v in by_table.items() if v}}
+        out.pop("_conv")
+        await ws.close()
+        self.results["dbwrites"] = out
+
+    # -- 6. message 1 against message 1,000 --
+    async def history(self) -> None:
+        app = self.servers["app"]
+        user = 4
+        filled = json.loads(manage(self.db_env, "-m", "tests.bench.dbsetup", "prefill", str(user), "999").splitlines()[-1])
+        conv_id = filled["conversation_id"]
+        ws = await ws_open(app.ws_url, self.tokens[user])
+        for _ in range(3):  # warm-up
+            await ws_turn(ws, TURN, None)
+        await ws_turn(ws, TURN, conv_id)
+        sides: dict[str, dict[str, Any]] = {"message_1": {"turns": [], "cpu": 0.0, "stmts": 0},
+                                            "message_1000": {"turns": [], "cpu": 0.0, "stmts": 0}}
+        block = 5
+        for _ in range(max(1, self.p["hist_turns"] // block)):
+            for side in ("message_1", "message_1000"):
+                s0, c0 = app.bench("stats"), app.cpu()
+                for _ in range(block):
+                    sides[side]["turns"].append(await ws_turn(ws, TURN, None if side == "message_1" else conv_id))
+                await asyncio.sleep(0.05)
+                sides[side]["cpu"] += app.cpu() - c0
+                sides[side]["stmts"] += app.bench("stats")["db_statements"] - s0["db_statements"]
+        await ws.close()
+        out: dict[str, Any] = {"prefilled_messages": filled["messages"]}
+        for side, d in sides.items():
+            turns = d["turns"]
+            out[side] = {**latency(turns), **integrity(turns), "cpu_per_turn_ms": round(d["cpu"] / len(turns) * 1000, 2),
+                         "db_statements_per_turn": round(d["stmts"] / len(turns), 1)}
+        a, b = out["message_1000"], out["message_1"]
+        out["ratio_turn_p50"] = ratio(a["turn_p50_ms"], b["turn_p50_ms"])
+        out["ratio_cpu_per_turn"] = ratio(a["cpu_per_turn_ms"], b["cpu_per_turn_ms"])
+        out["ratio_first_text_p50"] = ratio(a["first_text_p50_ms"], b["first_text_p50_ms"])
+        self.results["history"] = out
+
+    # -- 7. two processes over PostgreSQL + Redis --
+    def redis_scenario(self) -> None:
+        import psycopg
+        import redis as redis_sync
+
+        pg = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/test")
+        redis_url = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/11")
+        db = f"bench_pagechat_{os.getpid()}"
+        admin = psycopg.connect(pg.replace("postgres://", "postgresql://", 1), autocommit=True)
+        admin.execute(f'CREATE DATABASE "{db}"')
+        url = pg.rsplit("/", 1)[0] + "/" + db
+        env = app_env(url, REDIS_URL=redis_url)
+        a = b = None
+        run_ids: list[str] = []
+        try:
+            log("migrating the bench database (PostgreSQL) and starting two app processes on Redis")
+            tokens = prepare_db(env)
+            a = Server("redis_a", "tests.bench.asgi_counting:application", env, VAR / "logs").start()
+            b = Server("redis_b", "tests.bench.asgi_counting:application", env, VAR / "logs").start()
+            self.results["redis"] = asyncio.run(self._redis(a, b, tokens, run_ids))
+        finally:
+            for s in (a, b):
+                if s is not None:
+                    s.stop()
+            try:
+                r = redis_sync.Redis.from_url(redis_url)
+                keys = [f"chat:run:{rid}" for rid in run_ids] + [f"asgi:group:run.{rid}" for rid in run_ids]
+                for k in range(0, len(keys), 500):
+                    r.delete(*keys[k:k + 500]) if keys[k:k + 500] else None
+                r.close()
+            except Exception as exc:
+                log(f"redis cleanup failed: {exc}")
+            admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+            admin.close()
+
+    async def _redis(self, a: Server, b: Server, tokens: list[str], run_ids: list[str]) -> dict[str, Any]:
+        convs, turns_each = self.p["redis_convs"], self.p["redis_turns"]
+        message = "bench:tokens=200,rate=200"
+        a_turns: list[Turn] = []
+        b_turns: list[Turn] = []
+        lags: list[float] = []
+        mismatched = 0
+        resync = 0
+
+        async def conversation(i: int) -> None:
+            nonlocal mismatched, resync
+            wa, wb = await ws_open(a.ws_url, tokens[i]), await ws_open(b.ws_url, tokens[i])
+            await asyncio.sleep(i * 0.05)
+            conv = None
+            for _ in range(turns_each):
+                b_task: list[asyncio.Task[Turn]] = []
+                bt = Turn()
+
+                async def follow_b(run_id: str) -> Turn:
+                    t0 = time.perf_counter()
+                    await wb.send(json.dumps({"type": "chat.resume", "run_id": run_id, "after_seq": 0}))
+                    return await read_run(wb, t0, bt, record=True, arrivals=True)
+
+                def on_event(ev: dict[str, Any]) -> None:
+                    if ev["seq"] == 1:  # the ack: follow the run from the other process right away
+                        run_ids.append(ev["run_id"])
+                        b_task.append(asyncio.get_running_loop().create_task(follow_b(ev["run_id"])))
+
+                at = Turn()
+                t0 = time.perf_counter()
+                await wa.send(send_frame(message, conv))
+                await read_run(wa, t0, at, record=True, arrivals=True, on_event=on_event)
+                conv = at.conversation_id
+                await b_task[0] if b_task else None
+                a_turns.append(at)
+                b_turns.append(bt)
+                if bt.error.startswith("resync"):
+                    resync += 1
+                if bt.frames != at.frames:
+                    mismatched += 1
+                lags.extend(bt.arrivals[s] - at.arrivals[s] for s in at.arrivals if s in bt.arrivals)
+            await wa.close()
+            await wb.close()
+
+        ca, cb = CPU(a), CPU(b)
+        t0 = time.perf_counter()
+        await asyncio.gather(*(conversation(i) for i in range(convs)))
+        wall = time.perf_counter() - t0
+        ua, ub = ca.used()["redis_a"], cb.used()["redis_b"]
+        return {
+            "conversations": convs, "turns_each": turns_each, "message": message,
+            "owner_a": {**latency(a_turns), **integrity(a_turns), "events": sum(t.events for t in a_turns),
+                        "cpu_per_event_us": per_event_us(ua, sum(t.events for t in a_turns))},
+            "follower_b": {**integrity(b_turns), "events": sum(t.events for t in b_turns), "resync_errors": resync,
+                           "streams_differing_from_a": mismatched,
+                           "cpu_per_event_us": per_event_us(ub, sum(t.events for t in b_turns))},
+            "relay_lag_b_minus_a_p50_ms": ms(pct(lags, 50)), "relay_lag_b_minus_a_p99_ms": ms(pct(lags, 99)),
+            "wall_s": round(wall, 2),
+        }
+
+
+# ---- report -------------------------------------------------------------------------------------
+
+
+def verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def bars(r: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """(bar, measured, target, pass) for every quality bar that the scenarios run measured."""
+    rows: list[tuple[str, str, str, bool | None]] = []
+    s = r.get("sequential")
+    if s:
+        sa = s["server_added"]
+        rows.append(("Server-added time to first event, p50, one client", f"{sa['first_event_p50_ms']} ms (app {s['app']['first_event_p50_ms']} - bare ASGI {s['asgi']['first_event_p50_ms']})", "<= 5 ms", sa["first_event_p50_ms"] <= 5))
+        rows.append(("Server-added time to first event, p99, one client", f"{sa['first_event_p99_ms']} ms (app {s['app']['first_event_p99_ms']} - bare ASGI {s['asgi']['first_event_p99_ms']})", "<= 25 ms", sa["first_event_p99_ms"] <= 25))
+        rows.append(("Server-added time to first text, p50 / p99, one client (instant model)", f"{sa['first_text_p50_ms']} / {sa['first_text_p99_ms']} ms", "(reported)", None))
+    c = r.get("concurrent", {}).get("50")
+    if c:
+        rows.append(("Server-added time to first event, p99, 50 concurrent", f"{c['server_added_first_event_p99_ms']} ms (app {c['app']['first_event_p99_ms']} - bare ASGI {c['asgi']['first_event_p99_ms']})", "<= 50 ms", c["server_added_first_event_p99_ms"] <= 50))
+    t = r.get("throughput")
+    if t:
+        rows.append(("Server CPU per delivered event (one stream, coalescing off)", f"{t['app']['cpu_per_event_us']} us (bare Channels {t['channels']['cpu_per_event_us']}, bare ASGI {t['asgi']['cpu_per_event_us']})", "<= 50 us", t["app"]["cpu_per_event_us"] <= 50))
+        rows.append(("CPU ratio app / bare Channels relay (same frames)", f"{t['cpu_ratio_app_channels']}x (app / bare ASGI {t['cpu_ratio_app_asgi']}x)", "<= 1.5", t["cpu_ratio_app_channels"] <= 1.5))
+        rows.append(("One stream sustains", f"{t['app']['events_per_s_median']} events/s (bare Channels {t['channels']['events_per_s_median']}, bare ASGI {t['asgi']['events_per_s_median']})", ">= 5,000 events/s", t["app"]["events_per_s_median"] >= 5000))
+    i = r.get("idle")
+    if i:
+        rows.append(("Memory per idle authenticated socket", f"{i['app']['kib_per_socket']} KiB (bare Channels {i['channels']['kib_per_socket']}, bare ASGI {i['asgi']['kib_per_socket']})", "<= 64 KiB", i["app"]["kib_per_socket"] <= 64))
+    d = r.get("dbwrites")
+    if d:
+        worst = max(v["db_writes"] for v in d.values())
+        rows.append(("DB writes, 500-token turn (instant / 100 tok/s / 2nd turn at 100 tok/s)", f"{d['instant']['db_writes']} / {d['100_tok_s']['db_writes']} / {d['paced_conversation_turn2']['db_writes']}", "<= 12", worst <= 12))
+    h = r.get("history")
+    if h:
+        rows.append(("Turn cost at message 1,000 / message 1 (wall p50; server CPU)", f"{h['ratio_turn_p50']}x; {h['ratio_cpu_per_turn']}x", "<= 1.2x", max(h["ratio_turn_p50"] or 0, h["ratio_cpu_per_turn"] or 0) <= 1.2))
+    lost = dup = ooo = mism = 0
+    for turnset in _integrity_blocks(r):
+        lost += turnset.get("gaps", 0) + turnset.get("missing_terminal", 0)
+        dup += turnset.get("duplicates", 0)
+        ooo += turnset.get("out_of_order", 0)
+        mism += turnset.get("text_mismatch", 0)
+    extra = ""
+    if "redis" in r:
+        extra = f"; Redis follower: {r['redis']['follower_b']['resync_errors']} resync errors, {r['redis']['follower_b']['streams_differing_from_a']} streams differing"
+    rows.append(("Lost / duplicated / out-of-order events (all scenarios)", f"{lost} / {dup} / {ooo}; streamed != persisted text: {mism}{extra}", "0 / 0 / 0",
+                 lost == dup == ooo == mism == 0 and ("redis" not in r or (r["redis"]["follower_b"]["resync_errors"] == 0 and r["redis"]["follower_b"]["streams_differing_from_a"] == 0))))
+    return rows
+
+
+def _integrity_blocks(r: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            if "gaps" in x and "duplicates" in x:
+                out.append(x)
+            for v in x.values():
+                if isinstance(v, dict):
+                    walk(v)
+
+    walk(r)
+    return out
+
+
+def markdown(meta: dict[str, Any], r: dict[str, Any]) -> str:
+    L = [f"# Benchmark results ({meta['mode']})", "",
+         f"`{meta['command']}` on {meta['date']}, commit `{meta['commit']}`, {meta['machine']}. "
+         "Every number is measured from the client side, app and baselines side by side in one run; "
+         "server CPU is the server process's own utime+stime (`/proc/<pid>/stat`). Compare ratios, not absolute times.", "",
+         "| Bar | Measured | Target | Result |", "|---|---|---|---|"]
+    for name, measured, target, ok in bars(r):
+        L.append(f"| {name} | {measured} | {target} | {verdict(ok)} |")
+    s = r.get("sequential")
+    if s:
+        L += ["", "## One client, sequential turns (100-token instant model)", "",
+              "| | first event p50 / p99 | first text p50 / p99 | turn p50 | server CPU per turn | CPU per 1,000 events |", "|---|---|---|---|---|---|"]
+        for name, label in (("app", "app (websocket)"), ("sse", "app (SSE)"), ("channels", "bare Channels relay"), ("asgi", "bare ASGI relay")):
+            x = s[name]
+            L.append(f"| {label} | {x['first_event_p50_ms']} / {x['first_event_p99_ms']} ms | {x['first_text_p50_ms']} / {x['first_text_p99_ms']} ms | {x['turn_p50_ms']} ms | {x['cpu_per_turn_ms']} ms | {x['cpu_per_1000_events_ms']} ms |")
+        L.append(f"\n{s['app']['turns']} turns per server; app DB writes per turn {s['app']['db_writes_per_turn']}, SQL statements per turn {s['app']['db_statements_per_turn']}.")
+    t = r.get("throughput")
+    if t:
+        L += ["", f"## One stream, instant model, coalescing off ({t['events_per_stream']} events per stream)", "",
+              "| | events/s (median) | stream time | CPU per event | CPU per 1,000 events |", "|---|---|---|---|---|"]
+        for name, label in (("app", "app"), ("channels", "bare Channels relay"), ("asgi", "bare ASGI relay")):
+            x = t[name]
+            L.append(f"| {label} | {x['events_per_s_median']} | {x['stream_ms_median']} ms | {x['cpu_per_event_us']} us | {x['cpu_per_1000_events_ms']} ms |")
+        L.append(f"\nRatios: CPU app / bare Channels {t['cpu_ratio_app_channels']}x, app / bare ASGI {t['cpu_ratio_app_asgi']}x; rate app / bare Channels {t['rate_ratio_app_channels']}x.")
+    c = r.get("concurrent")
+    if c:
+        L += ["", "## Concurrent conversations (100 tokens at 100 tokens/s per turn; baselines replay the recorded run at its pace)", "",
+              "| conversations | app first event p50 / p99 | bare Channels p50 / p99 | bare ASGI p50 / p99 | app first text p99 | app events/s | CPU per event app / Channels / ASGI | SSE first event p50 |", "|---|---|---|---|---|---|---|---|"]
+        for level, row in c.items():
+            a, ch, b = row["app"], row["channels"], row["asgi"]
+            L.append(f"| {level} | {a['first_event_p50_ms']} / {a['first_event_p99_ms']} ms | {ch['first_event_p50_ms']} / {ch['first_event_p99_ms']} ms | {b['first_event_p50_ms']} / {b['first_event_p99_ms']} ms | {a['first_text_p99_ms']} ms | {a['events_per_s']} | {a['cpu_per_event_us']} / {ch['cpu_per_event_us']} / {b['cpu_per_event_us']} us | {a.get('sse', {}).get('first_event_p50_ms')} ms |")
+    i = r.get("idle")
+    if i:
+        L += ["", f"## {i['sockets']} idle sockets (RSS delta of the server process)", "", "| | KiB per socket | RSS before -> after |", "|---|---|---|"]
+        for name, label in (("app", "app (token-authenticated)"), ("channels", "bare Channels"), ("asgi", "bare ASGI")):
+            x = i[name]
+            L.append(f"| {label} | {x['kib_per_socket']} | {x['rss_before_mib']} -> {x['rss_after_mib']} MiB |")
+    d = r.get("dbwrites")
+    if d:
+        L += ["", "## DB writes per 500-token turn", "", "| turn | writes | all SQL statements | by table |", "|---|---|---|---|"]
+        for label, x in d.items():
+            L.append(f"| {label} ({x['turn_ms']} ms) | {x['db_writes']} | {x['db_statements']} | {', '.join(f'{k}: {v}' for k, v in x['writes_by_table'].items())} |")
+    h = r.get("history")
+    if h:
+        L += ["", f"## Message 1 vs message 1,000 of one conversation ({h['prefilled_messages']} messages prefilled)", "",
+              "| | turn p50 | first event p50 | first text p50 | server CPU per turn | SQL per turn |", "|---|---|---|---|---|---|"]
+        for side in ("message_1", "message_1000"):
+            x = h[side]
+            L.append(f"| {side.replace('_', ' ')} | {x['turn_p50_ms']} ms | {x['first_event_p50_ms']} ms | {x['first_text_p50_ms']} ms | {x['cpu_per_turn_ms']} ms | {x['db_statements_per_turn']} |")
+        L.append(f"\nRatios 1,000 / 1: turn {h['ratio_turn_p50']}x, CPU {h['ratio_cpu_per_turn']}x, first text {h['ratio_first_text_p50']}x.")
+    x = r.get("redis")
+    if x:
+        a, b = x["owner_a"], x["follower_b"]
+        L += ["", "## Two processes over PostgreSQL + Redis (runs started on A, followed from B with chat.resume)", "",
+              f"{x['conversations']} conversations x {x['turns_each']} turns (`{x['message']}`): A delivered {a['events']} events, "
+              f"B relayed {b['events']}; B gaps {b['gaps']}, duplicates {b['duplicates']}, out of order {b['out_of_order']}, "
+              f"failed {b['failed']}, resync errors {b['resync_errors']}, streams differing from A {b['streams_differing_from_a']}. "
+              f"Relay lag B - A p50 {x['relay_lag_b_minus_a_p50_ms']} ms, p99 {x['relay_lag_b_minus_a_p99_ms']} ms. "
+              f"A first event p50 / p99 {a['first_event_p50_ms']} / {a['first_event_p99_ms']} ms; CPU per event A {a['cpu_per_event_us']} us, B {b['cpu_per_event_us']} us."]
+    return "\n".join(L) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1", help="smaller runs (< 2 min)")
+    ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="run only these (repeatable)")
+    ap.add_argument("--profile", action="store_true", help="cProfile (and py-spy, if found) the app during the throughput scenario")
+    ap.add_argument("--py-spy", default=os.environ.get("PY_SPY") or shutil.which("py-spy"), help="py-spy binary for --profile")
+    args = ap.parse_args(argv)
+    chosen = args.scenario or list(SCENARIOS)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # 1,000 sockets on each side; children inherit
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
+    mode = "quick" if args.quick else "full"
+    bench = Bench(mode, args.profile, args.py_spy)
+    started = time.perf_counter()
+    runners: dict[str, Callable[[], Awaitable[None]]] = {
+        "sequential": bench.sequential, "throughput": bench.throughput, "concurrent": bench.concurrent,
+        "idle": bench.idle, "dbwrites": bench.dbwrites, "history": bench.history,
+    }
+    try:
+        bench.start(need_app=any(s != "redis" for s in chosen))
+        for name in chosen:
+            log(f"scenario {name}")
+            t = time.perf_counter()
+            if name == "redis":
+                bench.redis_scenario()
+            else:
+                asyncio.run(runners[name]())
+            log(f"  done in {time.perf_counter() - t:.1f}s")
+    finally:
+        bench.stop()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip() or "?"
+    meta = {"mode": mode, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit,
+            "command": "make bench" if mode == "full" and not args.scenario else "python -m tests.bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "machine": f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()} {platform.release()}",
+            "duration_s": round(time.perf_counter() - started, 1), "scenarios": chosen}
+    result = {"meta": meta, "bars": [{"bar": b, "measured": m, "target": t, "result": verdict(ok)} for b, m, t, ok in bars(bench.results)],
+              "results": bench.results}
+    md = markdown(meta, bench.results)
+    if set(chosen) == set(SCENARIOS):
+        out_dir, stem = RESULTS, "latest"
+    else:
+        out_dir, stem = VAR, "partial"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out_dir / f"{stem}.md").write_text(md)
+    print(md)
+    log(f"wrote {out_dir / stem}.md and .json in {meta['duration_s']}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

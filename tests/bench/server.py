@@ -1,0 +1,87 @@
+"""Bench server processes: start daphne on a free port, read its own CPU time and RSS from /proc, stop it."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One daphne process serving `app` (a dotted `module:attr`), logging to `log_dir/<name>.log`."""
+
+    def __init__(self, name: str, app: str, env: dict[str, str], log_dir: Path):
+        self.name, self.app, self.env, self.log_dir = name, app, env, log_dir
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 30.0) -> "Server":
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_dir / f"{self.name}.log", "ab")
+        env = {**os.environ, **self.env}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(self.port), self.app],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited ({self.proc.returncode}); see {self.log_dir / (self.name + '.log')}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"{self.name} did not listen on {self.port} within {timeout}s")
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws/chat/"
+
+    def cpu(self) -> float:
+        """Seconds of CPU (user + system, every thread) this server process has used so far."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15 of stat)
+
+    def rss(self) -> int:
+        """Resident set size in bytes."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    def bench(self, path: str) -> dict[str, Any]:
+        """GET a /__bench__/ endpoint of a counting app server."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/__bench__/{path}", timeout=10) as r:
+            return json.loads(r.read())
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
