@@ -1,8 +1,9 @@
 """HTTP transports: SSE (plain async views) and REST (DRF), both thin over the services."""
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -80,61 +81,58 @@ def _sse_response(stream: AsyncIterator[str]) -> StreamingHttpResponse:
     return response
 
 
-@csrf_exempt
+def _endpoint(view: Callable[..., Awaitable[HttpResponse]]) -> Callable[..., Awaitable[HttpResponse]]:
+    """Authenticate (token, or session + CSRF), call the view with the user, map refusals to JSON errors."""
+
+    @functools.wraps(view)
+    async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        user, refused = await _authenticate(request)
+        if refused:
+            return refused
+        try:
+            return await view(request, user, *args, **kwargs)
+        except services.ServiceError as exc:
+            return _error(exc.code, exc.message)
+
+    return csrf_exempt(wrapper)  # CSRF is enforced in _authenticate for session users only
+
+
 @require_POST
-async def chat_stream(request: HttpRequest) -> HttpResponse:
+@_endpoint
+async def chat_stream(request: HttpRequest, user: Any) -> HttpResponse:
     """POST /api/chat/stream: start a turn and stream its events as SSE."""
-    user, refused = await _authenticate(request)
-    if refused:
-        return refused
     frame = _send_frame(request.body)
     if isinstance(frame, FrameError):
         return _error(frame.code, frame.message)
-    try:
-        started = await services.turn_start(user=user, frame=frame)
-    except services.ServiceError as exc:
-        return _error(exc.code, exc.message)
+    started = await services.turn_start(user=user, frame=frame)
     return _sse_response(_sse(user, started.run_id, 0))
 
 
 @require_GET
-async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
+@_endpoint
+async def run_events(request: HttpRequest, user: Any, run_id: str) -> HttpResponse:
     """GET /api/chat/runs/<id>/events: replay after Last-Event-ID (`<run_id>:<seq>`), then follow."""
-    user, refused = await _authenticate(request)
-    if refused:
-        return refused
     last = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id") or ""
     try:
         after_seq = int(last.rpartition(":")[2] or request.GET.get("after_seq", 0))
-        await selectors.run_for_user(user=user, run_id=run_id)
     except ValueError:
         return _error("bad_frame", "Last-Event-ID must be <run_id>:<seq>")
-    except services.ServiceError as exc:
-        return _error(exc.code, exc.message)
+    await selectors.run_for_user(user=user, run_id=run_id)
     return _sse_response(_sse(user, run_id, max(after_seq, 0)))
 
 
-@csrf_exempt
 @require_POST
-async def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
+@_endpoint
+async def run_cancel(request: HttpRequest, user: Any, run_id: str) -> HttpResponse:
     """POST /api/chat/runs/<id>/cancel."""
-    user, refused = await _authenticate(request)
-    if refused:
-        return refused
-    try:
-        await services.run_cancel(user=user, run_id=run_id)
-    except services.ServiceError as exc:
-        return _error(exc.code, exc.message)
+    await services.run_cancel(user=user, run_id=run_id)
     return JsonResponse({"ok": True, "run_id": run_id}, status=202)
 
 
-@csrf_exempt
 @require_POST
-async def run_approve(request: HttpRequest, run_id: str) -> HttpResponse:
+@_endpoint
+async def run_approve(request: HttpRequest, user: Any, run_id: str) -> HttpResponse:
     """POST /api/chat/runs/<id>/approve {tool_use_id, approved}: the HTTP twin of chat.approve."""
-    user, refused = await _authenticate(request)
-    if refused:
-        return refused
     try:
         body = json.loads(request.body or b"{}")
         tool_use_id, approved = str(body["tool_use_id"]), body["approved"]
@@ -142,10 +140,7 @@ async def run_approve(request: HttpRequest, run_id: str) -> HttpResponse:
             raise ValueError
     except (ValueError, KeyError, TypeError):
         return _error("bad_frame", "body must be {tool_use_id: str, approved: bool}")
-    try:
-        await services.approval_answer(user=user, run_id=run_id, tool_use_id=tool_use_id, approved=approved)
-    except services.ServiceError as exc:
-        return _error(exc.code, exc.message)
+    await services.approval_answer(user=user, run_id=run_id, tool_use_id=tool_use_id, approved=approved)
     return JsonResponse({"ok": True})
 
 
