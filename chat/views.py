@@ -149,11 +149,15 @@ async def run_approve(request: HttpRequest, user: Any, run_id: str) -> HttpRespo
 
 class MessageSerializer(serializers.ModelSerializer):
     message_html = serializers.SerializerMethodField()
+    run_id = serializers.SerializerMethodField()
 
     class Meta:
         model = Message
         fields = ["id", "role", "content", "message_html", "interaction_type", "suggested_values", "suggested_actions",
-                  "custom_payload", "tool_history", "status", "created_at"]
+                  "custom_payload", "tool_history", "status", "run_id", "created_at"]
+
+    def get_run_id(self, obj: Message) -> str | None:
+        return str(obj.run_id) if obj.run_id else None
 
     def get_message_html(self, obj: Message) -> str:
         from chat.rendering import render_markdown

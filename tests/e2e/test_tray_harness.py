@@ -380,7 +380,7 @@ def test_page_payload_panel_accept_reject_and_reopen(page: Page, server: FakePro
     expect(panel).to_be_visible()
     expect(panel.locator(".schema-card")).to_contain_text("Oncology Monitor <img src=x onerror=alert(1)>")
     assert panel.locator("img").count() == 0
-    expect(panel).to_contain_text("Rename the stream")
+    expect(page.locator(".chat-msg__tools")).to_contain_text("Rename the stream")  # the payload summary
     assert panel.evaluate("el => getComputedStyle(el).width") == "480px"
     shot(page, f"07_payload_panel_{order}")
     panel.get_by_role("button", name="Accept").click()

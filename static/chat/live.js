@@ -1,0 +1,143 @@
+/**
+ * The in-flight assistant turn: thinking indicator, streaming text (safe DOM only),
+ * amber tool-progress cards and tool-approval cards. It owns only presentation; the tray
+ * feeds it protocol events and replaces it with the final message when the run ends.
+ */
+import { h, button, icon, ICONS, jsonText } from "./dom.js";
+import { renderText, withoutPartialMarker } from "./markdown.js";
+
+export class LiveTurn {
+  /** @param {{approve(toolUseId, approved)}} callbacks */
+  constructor(callbacks) {
+    this.callbacks = callbacks;
+    this.text = "";
+    this.status = "Thinking…";
+    this.activeTools = []; // [{tool, toolUseId, input, message, progress, el}]
+    this.toolHistory = []; // what we know of finished tools, by marker index
+    this.pendingApprovals = new Set();
+    this.renderQueued = false;
+
+    this.statusText = h("span", { class: "chat-thinking__text" }, this.status);
+    this.thinkingEl = h(
+      "div",
+      { class: "chat-thinking", role: "status" },
+      h("span", { class: "chat-dots", "aria-hidden": "true" }, h("span"), h("span"), h("span")),
+      this.statusText,
+    );
+    this.streamEl = h("div", { class: "chat-bubble chat-bubble--assistant chat-bubble--streaming chat-md", "aria-busy": "true", hidden: true });
+    this.streamBody = h("div", { class: "chat-stream-body" });
+    this.streamEl.append(this.streamBody, h("span", { class: "chat-pulse", "aria-label": "Assistant is typing" }, h("span"), h("span"), h("span")));
+    this.toolsEl = h("div", { class: "chat-live-tools" });
+    this.approvalsEl = h("div", { class: "chat-live-approvals" });
+    this.el = h("div", { class: "chat-msg chat-msg--assistant chat-msg--live" }, this.thinkingEl, this.streamEl, this.toolsEl, this.approvalsEl);
+  }
+
+  setStatus(message) {
+    this.status = message || "Thinking…";
+    this.statusText.textContent = this.status;
+    this.refreshThinking();
+  }
+
+  appendText(text) {
+    this.text += text;
+    this.scheduleRender();
+  }
+
+  toolStart({ tool, input, tool_use_id: toolUseId }) {
+    const message = h("div", { class: "chat-progress__message" }, "Running…");
+    const bar = h("div", { class: "chat-progress__bar", hidden: true }, h("div", { class: "chat-progress__fill" }));
+    const el = h(
+      "div",
+      { class: "chat-progress", role: "status", dataset: { tool: String(tool) } },
+      h("span", { class: "chat-spinner", "aria-hidden": "true" }),
+      h("div", { class: "chat-progress__main" }, h("div", { class: "chat-progress__tool" }, String(tool)), message, bar),
+    );
+    this.activeTools.push({ tool, toolUseId, input, el, message, bar });
+    this.toolsEl.append(el);
+    this.refreshThinking();
+  }
+
+  toolProgress({ tool, message, progress }) {
+    // tool_progress names the tool but not the call; the latest running call of it is the one.
+    const entry = [...this.activeTools].reverse().find((t) => t.tool === tool) ?? this.activeTools.at(-1);
+    if (!entry) return;
+    if (message) entry.message.textContent = message;
+    if (typeof progress === "number" && Number.isFinite(progress)) {
+      const pct = Math.max(0, Math.min(1, progress > 1 ? progress / 100 : progress)) * 100;
+      entry.bar.hidden = false;
+      entry.bar.firstChild.style.width = `${pct}%`;
+      entry.bar.setAttribute("role", "progressbar");
+      entry.bar.setAttribute("aria-valuenow", String(Math.round(pct)));
+      entry.bar.setAttribute("aria-valuemin", "0");
+      entry.bar.setAttribute("aria-valuemax", "100");
+    }
+  }
+
+  toolComplete({ tool, index }) {
+    const i = this.activeTools.findIndex((t) => t.tool === tool);
+    const [entry] = this.activeTools.splice(i >= 0 ? i : 0, 1);
+    entry?.el.remove();
+    this.toolHistory[index] = { tool_name: tool, input: entry?.input ?? {}, output: "" };
+    this.refreshThinking();
+    this.scheduleRender(); // a placeholder may now know its tool's name
+  }
+
+  approvalRequest({ tool, input, tool_use_id: toolUseId }) {
+    if (this.approvalsEl.querySelector(`[data-tool-use-id="${CSS.escape(String(toolUseId))}"]`)) return;
+    this.pendingApprovals.add(toolUseId);
+    const actions = h("div", { class: "chat-approval__actions" });
+    const decide = (approved) => {
+      this.pendingApprovals.delete(toolUseId);
+      actions.replaceChildren(h("span", { class: "chat-muted" }, approved ? "Approved" : "Denied"));
+      this.callbacks.approve(toolUseId, approved);
+      this.refreshThinking();
+    };
+    actions.append(
+      button("Approve", () => decide(true), { cls: "chat-btn chat-btn--primary" }),
+      button("Deny", () => decide(false), { cls: "chat-btn chat-btn--secondary" }),
+    );
+    this.approvalsEl.append(
+      h(
+        "div",
+        { class: "chat-approval", role: "group", "aria-label": `Approval needed: ${tool}`, dataset: { toolUseId: String(toolUseId) } },
+        h("div", { class: "chat-approval__title" }, "Allow ", h("strong", {}, String(tool)), "?"),
+        h("pre", { class: "chat-pre" }, jsonText(input ?? {})),
+        actions,
+      ),
+    );
+    this.refreshThinking();
+  }
+
+  /** Thinking dots only while nothing else shows progress. */
+  refreshThinking() {
+    this.thinkingEl.hidden = Boolean(this.text) || this.activeTools.length > 0 || this.pendingApprovals.size > 0;
+  }
+
+  // Deltas arrive faster than frames; re-render the bubble at most once per frame.
+  scheduleRender() {
+    if (this.renderQueued) return;
+    this.renderQueued = true;
+    requestAnimationFrame(() => {
+      this.renderQueued = false;
+      this.renderNow();
+    });
+  }
+
+  renderNow() {
+    const visible = withoutPartialMarker(this.text);
+    this.streamEl.hidden = !visible;
+    this.streamBody.replaceChildren(renderText(visible, (index) => this.placeholder(index)));
+    this.refreshThinking();
+  }
+
+  placeholder(index) {
+    const name = this.toolHistory[index]?.tool_name ?? "tool";
+    return h("div", { class: "tool-slot chat-tool-placeholder", dataset: { toolIndex: String(index) } }, icon(ICONS.tool, "chat-icon chat-tool-card__icon"), name);
+  }
+
+  /** Stop animating (the turn ended); the tray swaps this element out. */
+  finish() {
+    this.streamEl.setAttribute("aria-busy", "false");
+    if (this.renderQueued) this.renderNow();
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The floating panel beside the tray: custom payload cards (with Accept/Reject) and the
+ * staff diagnostics view. One panel at a time; opening another replaces it.
+ */
+import { h, button, jsonText } from "./dom.js";
+import { findPayloadHandler } from "./registry.js";
+
+export class FloatingPanel {
+  constructor(host) {
+    this.title = h("h2", { class: "chat-panel__title", id: "chat-panel-title", tabindex: "-1" });
+    this.body = h("div", { class: "chat-panel__body" });
+    this.footer = h("div", { class: "chat-panel__footer" });
+    this.el = h(
+      "section",
+      { class: "chat-panel", role: "dialog", "aria-labelledby": "chat-panel-title", hidden: true },
+      h("header", { class: "chat-panel__header" }, this.title, button("×", () => this.close(), { cls: "chat-icon-btn", ariaLabel: "Close panel" })),
+      this.body,
+      this.footer,
+    );
+    this.returnFocus = null;
+    host.append(this.el);
+  }
+
+  get isOpen() {
+    return !this.el.hidden;
+  }
+
+  /** Show content: {title, width, body: Node, buttons: [{label, cls, onClick}], kind}. */
+  open({ title, width = null, body, buttons = [], kind = "payload" }) {
+    if (!this.isOpen) this.returnFocus = document.activeElement;
+    this.el.dataset.kind = kind;
+    this.el.style.setProperty("--chat-panel-width", width || "");
+    this.title.textContent = title;
+    this.body.replaceChildren(body);
+    this.footer.replaceChildren(...buttons.map((b) => button(b.label, b.onClick, { cls: b.cls })));
+    this.footer.hidden = buttons.length === 0;
+    this.el.hidden = false;
+    this.title.focus();
+  }
+
+  close() {
+    if (!this.isOpen) return;
+    this.el.hidden = true;
+    this.body.replaceChildren();
+    const target = this.returnFocus;
+    this.returnFocus = null;
+    if (target && target.isConnected && typeof target.focus === "function") target.focus();
+  }
+}
+
+/** True when this payload has a handler that wants a panel (tool_history does not). */
+export function payloadOpensPanel(payload) {
+  const handler = payload && findPayloadHandler(payload.type);
+  return Boolean(handler && handler.panel !== false && typeof handler.render === "function");
+}
+
+/**
+ * Open a custom payload in the panel. Unknown types show their data as JSON so a user can
+ * still see what the assistant proposed.
+ */
+export function showPayload(panel, payload, tray) {
+  const handler = findPayloadHandler(payload.type);
+  const hasRender = handler && handler.panel !== false && typeof handler.render === "function";
+  const data = payload.data;
+  let body;
+  try {
+    body = hasRender ? handler.render(data, payload) : h("pre", { class: "chat-pre" }, jsonText(data));
+    if (!(body instanceof Node)) body = h("div", {}, String(body ?? ""));
+  } catch (err) {
+    console.error(`chat tray: payload handler ${payload.type} failed to render`, err);
+    body = h("p", { class: "chat-error-text" }, "This card could not be shown.");
+  }
+  const buttons = [];
+  const decide = (fn, outcome) => async () => {
+    try {
+      await fn(data, payload);
+      tray.markPayload(payload, outcome);
+    } catch (err) {
+      console.error(`chat tray: payload ${outcome} failed`, err);
+      tray.notice(`Could not ${outcome === "accepted" ? "apply" : "reject"} this proposal.`, "error");
+    }
+    panel.close();
+  };
+  if (hasRender && typeof handler.onAccept === "function") {
+    buttons.push({ label: "Accept", cls: "chat-btn chat-btn--primary", onClick: decide(handler.onAccept.bind(handler), "accepted") });
+  }
+  if (hasRender && typeof handler.onReject === "function") {
+    buttons.push({ label: "Reject", cls: "chat-btn chat-btn--secondary", onClick: decide(handler.onReject.bind(handler), "rejected") });
+  }
+  const container = h("div", { class: "chat-payload", dataset: { payloadType: String(payload.type) } }, body);
+  panel.open({
+    title: (hasRender && handler.title) || String(payload.type || "Details"),
+    width: hasRender ? handler.width : null,
+    body: container,
+    buttons,
+    kind: "payload",
+  });
+}
+
+// Diagnostics keys in the order staff read them; anything else follows.
+const DIAGNOSTIC_ORDER = ["model", "provider", "tools", "system_prompt", "system", "messages", "raw_output", "output", "usage", "timings"];
+
+/** Staff-only: the run's diagnostics, each section as preformatted text. */
+export function showDiagnostics(panel, diagnostics) {
+  const keys = Object.keys(diagnostics || {});
+  const ordered = [...DIAGNOSTIC_ORDER.filter((k) => keys.includes(k)), ...keys.filter((k) => !DIAGNOSTIC_ORDER.includes(k))];
+  const body = h("div", { class: "chat-diagnostics" });
+  for (const key of ordered) {
+    body.append(
+      h(
+        "details",
+        { class: "chat-diagnostics__section", open: ["model", "usage", "timings"].includes(key) },
+        h("summary", {}, key.replaceAll("_", " ")),
+        h("pre", { class: "chat-pre" }, jsonText(diagnostics[key])),
+      ),
+    );
+  }
+  panel.open({ title: "Diagnostics", width: "560px", body, kind: "diagnostics" });
+}
