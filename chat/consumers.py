@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -20,16 +21,41 @@ log = logging.getLogger(__name__)
 class ChatConsumer(AsyncWebsocketConsumer):
     """Thin: every frame goes through `parse_frame` and then to its handler by type."""
 
+    # The channel layer is only a doorbell here (logout); when Redis is away its receive must not kill the
+    # socket (Channels would close it with 1011): keep retrying until the layer answers again.
+    @property
+    def channel_receive(self) -> Callable[[], Awaitable[dict[str, Any]]]:
+        return self._channel_receive
+
+    @channel_receive.setter
+    def channel_receive(self, receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        async def resilient() -> dict[str, Any]:
+            while True:
+                try:
+                    return await receive()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.warning("channel layer receive failed; retrying", exc_info=log.isEnabledFor(logging.DEBUG))
+                    await asyncio.sleep(1.0)
+
+        self._channel_receive = resilient
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close()
             return
-        if not limiter.socket_open(user.pk):
-            await self.close()
-            return
         self.user = user
+        self.socket_id = self.channel_name or uuid.uuid4().hex
+        if not await limiter.socket_acquire(user.pk, self.socket_id):
+            # accept only to say why, then close: a refused handshake would look like an auth failure
+            await self.accept()
+            await self.send(text_data=frame_error("rate_limited", f"too many open connections (at most {settings.CHAT_MAX_SOCKETS_PER_USER})"))
+            await self.close(code=4429)
+            return
         self.counted = True
+        manager.ensure_background()
         self.followers: dict[str, asyncio.Task[Any]] = {}
         self.handlers: dict[str, Callable[[Any], Awaitable[None]]] = {
             "chat.send": self.on_send,
@@ -41,16 +67,22 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.session_group = f"session.{session.session_key}" if self.scope.get("auth") == "session" and session is not None and session.session_key else None
         await self.accept()
         if self.session_group and self.channel_layer is not None:
-            await self.channel_layer.group_add(self.session_group, self.channel_name)
+            try:
+                await self.channel_layer.group_add(self.session_group, self.channel_name)
+            except Exception:  # the socket works without it; only logout could not close it
+                log.warning("could not join the session group", exc_info=True)
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "counted", False):
-            limiter.socket_closed(self.user.pk)
             self.counted = False
+            await limiter.socket_release(self.user.pk, self.socket_id)
         for task in getattr(self, "followers", {}).values():
             task.cancel()  # the runs themselves go on: they belong to the process
         if getattr(self, "session_group", None) and self.channel_layer is not None:
-            await self.channel_layer.group_discard(self.session_group, self.channel_name)
+            try:
+                await self.channel_layer.group_discard(self.session_group, self.channel_name)
+            except Exception:  # the group entry expires by itself
+                log.warning("could not leave the session group", exc_info=True)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         frame = parse_frame(text_data, settings.CHAT_MAX_FRAME_BYTES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Union
 
 import json
+import re
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -164,12 +165,31 @@ def frame_error(code: str, message: str, run_id: str | None = None) -> str:
     return FrameError(code=code, message=message, run_id=run_id).model_dump_json(exclude_none=True)
 
 
+MAX_NESTING = 32
+_JSON_STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest bracket nesting outside strings (strings are dropped by a C-speed regex first)."""
+    depth = deepest = 0
+    for m in _BRACKET.finditer(_JSON_STRING.sub("", text)):
+        if m.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
 def parse_frame(text: str | None, max_bytes: int) -> "ClientFrame | FrameError":
     """A validated client frame, or a FrameError describing why not."""
     if text is None:
         return FrameError(code="bad_frame", message="frames must be JSON text")
     if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         return FrameError(code="too_large", message=f"frame is larger than {max_bytes} bytes")
+    if _nesting_depth(text) > MAX_NESTING:  # decided before parsing: the parser's own limit depends on the stack
+        return FrameError(code="bad_frame", message=f"frame is nested deeper than {MAX_NESTING} levels")
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
@@ -196,8 +216,8 @@ def parse_frame(text: str | None, max_bytes: int) -> "ClientFrame | FrameError":
 
 def _bad_text(value: Any, depth: int = 0) -> str | None:
     """Why a decoded frame cannot be stored or echoed (NUL, lone surrogates, nesting), or None."""
-    if depth > 32:
-        return "nesting deeper than 32 levels"
+    if depth > MAX_NESTING:
+        return f"nesting deeper than {MAX_NESTING} levels"
     if isinstance(value, str):
         if "\x00" in value:
             return "NUL characters"

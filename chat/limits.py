@@ -1,10 +1,38 @@
-"""Per-user limits: messages per minute and open sockets (in process, or shared through Redis)."""
+"""Per-user limits: messages per minute and open sockets, shared through Redis when REDIS_URL is set.
+
+Refusals raise/return so the transports answer `error{code:"rate_limited"}`. When Redis is
+unreachable the limits fall back to this process's own counts (fail open to a per-process limit,
+never fail the request because the limiter's store is down)."""
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections import defaultdict, deque
+from typing import Any
 
 from django.conf import settings
+
+log = logging.getLogger(__name__)
+# An open socket counts in Redis until this long after its process last refreshed it (a dead process's
+# sockets stop counting by themselves); refreshed on every heartbeat.
+SOCKET_LEASE = 60
+
+# KEYS[1] zset of socket ids scored by lease expiry; ARGV: now, expiry, limit, socket id, key ttl.
+_ACQUIRE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[4]) then return 1 end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
+return 1
+"""
+
+
+def _redis_errors() -> tuple[type[BaseException], ...]:
+    import redis.exceptions as rexc
+
+    return (rexc.RedisError, ConnectionError, OSError, asyncio.TimeoutError)
 
 
 class Limiter:
@@ -12,21 +40,24 @@ class Limiter:
 
     def __init__(self) -> None:
         self._sends: dict[int, deque[float]] = defaultdict(deque)
-        self._sockets: dict[int, int] = defaultdict(int)
-        self._redis = None
-        self._redis_loop = None
+        self._sockets: dict[int, set[str]] = defaultdict(set)
+        self._redis: Any = None
+        self._redis_loop: Any = None
+        self._acquire: Any = None
 
-    def _client(self):  # type: ignore[no-untyped-def]
-        import asyncio
-
+    def _client(self) -> Any:
         if not settings.REDIS_URL:
             return None
         loop = asyncio.get_running_loop()
         if self._redis is None or self._redis_loop is not loop:
             import redis.asyncio as aioredis
 
-            self._redis, self._redis_loop = aioredis.from_url(settings.REDIS_URL, decode_responses=True), loop
+            self._redis = aioredis.from_url(settings.REDIS_URL, decode_responses=True, socket_connect_timeout=2)
+            self._redis_loop = loop
+            self._acquire = self._redis.register_script(_ACQUIRE)
         return self._redis
+
+    # ---- messages --------------------------------------------------------------------------------
 
     async def check_message(self, user_id: int) -> None:
         """Count one message; raise RateLimited past CHAT_RATE_LIMIT_PER_MINUTE."""
@@ -35,14 +66,18 @@ class Limiter:
         limit = settings.CHAT_RATE_LIMIT_PER_MINUTE
         r = self._client()
         if r is not None:
-            key = f"chat:rate:{user_id}:{int(time.time() // 60)}"
-            pipe = r.pipeline(transaction=False)
-            pipe.incr(key)
-            pipe.expire(key, 120)
-            count, _ = await pipe.execute()
-            if count > limit:
-                raise RateLimited(f"more than {limit} messages a minute")
-            return
+            try:
+                key = f"chat:rate:{user_id}:{int(time.time() // 60)}"
+                pipe = r.pipeline(transaction=False)
+                pipe.incr(key)
+                pipe.expire(key, 120)
+                count, _ = await pipe.execute()
+            except _redis_errors():
+                log.warning("rate limiter: Redis unavailable, counting in this process")
+            else:
+                if count > limit:
+                    raise RateLimited(f"more than {limit} messages a minute")
+                return
         now = time.monotonic()
         window = self._sends[user_id]
         while window and now - window[0] > 60:
@@ -51,15 +86,59 @@ class Limiter:
             raise RateLimited(f"more than {limit} messages a minute")
         window.append(now)
 
-    def socket_open(self, user_id: int) -> bool:
-        """Count an open socket; False when the user already has the maximum (per process)."""
-        if self._sockets[user_id] >= settings.CHAT_MAX_SOCKETS_PER_USER:
+    # ---- sockets ---------------------------------------------------------------------------------
+
+    async def socket_acquire(self, user_id: int, socket_id: str) -> bool:
+        """Count an open socket; False when the user already has CHAT_MAX_SOCKETS_PER_USER (across processes)."""
+        limit = settings.CHAT_MAX_SOCKETS_PER_USER
+        local = self._sockets[user_id]
+        if len(local) >= limit:
             return False
-        self._sockets[user_id] += 1
+        r = self._client()
+        if r is not None:
+            now = time.time()
+            try:
+                ok = await self._acquire(keys=[self._socket_key(user_id)], args=[now, now + SOCKET_LEASE, limit, socket_id, SOCKET_LEASE * 2])
+            except _redis_errors():
+                log.warning("socket limiter: Redis unavailable, counting in this process")
+            else:
+                if not ok:
+                    return False
+        local.add(socket_id)
         return True
 
-    def socket_closed(self, user_id: int) -> None:
-        self._sockets[user_id] = max(0, self._sockets[user_id] - 1)
+    async def socket_release(self, user_id: int, socket_id: str) -> None:
+        self._sockets[user_id].discard(socket_id)
+        r = self._client()
+        if r is not None:
+            try:
+                await r.zrem(self._socket_key(user_id), socket_id)
+            except _redis_errors():
+                pass  # its lease runs out by itself
+
+    async def refresh(self) -> None:
+        """Extend the leases of this process's open sockets (called on every heartbeat)."""
+        r = self._client()
+        if r is None or not any(self._sockets.values()):
+            return
+        expiry = time.time() + SOCKET_LEASE
+        try:
+            pipe = r.pipeline(transaction=False)
+            for user_id, ids in self._sockets.items():
+                if ids:
+                    pipe.zadd(self._socket_key(user_id), {sid: expiry for sid in ids})
+                    pipe.expire(self._socket_key(user_id), SOCKET_LEASE * 2)
+            await pipe.execute()
+        except _redis_errors():
+            log.warning("socket limiter: could not refresh leases")
+
+    @staticmethod
+    def _socket_key(user_id: int) -> str:
+        return f"chat:sockets:{user_id}"
+
+    def open_sockets(self, user_id: int) -> int:
+        """Sockets this process has open for the user."""
+        return len(self._sockets[user_id])
 
     def reset(self) -> None:
         self._sends.clear()

@@ -123,8 +123,19 @@ async def turn_start(*, user: Any, frame: ChatSend) -> TurnStarted:
         raise BadRequest(f"message is longer than {settings.CHAT_MAX_MESSAGE_CHARS} characters", code="too_large")
     from chat.limits import limiter
 
+    if frame.conversation_id is not None and not 0 < frame.conversation_id < 2**63:
+        raise NotFound("conversation not found")  # what the database would say, without its overflow error
+    resent = await sync_to_async(selectors.message_by_client_id)(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id)
+    if resent is not None:
+        return resent  # a resend (reconnect) is never rate limited: it starts nothing
     await limiter.check_message(user.pk)
     provider = provider_get()
+    # shielded: a caller cancelled meanwhile (socket closed, SSE client gone) must not leave a stored
+    # message with a run that no task runs; the run starts and a resend or resume finds it
+    return await asyncio.shield(_turn_begin(user, frame, provider))
+
+
+async def _turn_begin(user: Any, frame: ChatSend, provider: Provider) -> TurnStarted:
     started, prep = await sync_to_async(_turn_start_db)(user, frame, provider)
     if not started.created:
         return started
@@ -156,12 +167,20 @@ def _turn_start_db(user: Any, frame: ChatSend, provider: Provider) -> tuple[Turn
     else:
         conversation = None
     running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
+    if running >= settings.CHAT_MAX_RUNNING_PER_USER and _sweep(None):  # dead processes' runs do not count
+        running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
     if running >= settings.CHAT_MAX_RUNNING_PER_USER:
         raise RateLimited("too many runs in progress")
     page = str(frame.context.get("current_page") or "")[:100]
     nonce = _action_verify(user, frame, conversation)
     try:
         with transaction.atomic():
+            # A resend racing the original (a reconnect to another process) must find it, not store it again:
+            # the unique constraint covers one conversation only, so serialise on (user, client_message_id).
+            _client_message_lock(user.pk, frame.client_message_id)
+            again = selectors.message_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id)
+            if again is not None:
+                return again, None
             if nonce is not None:
                 UsedActionToken.objects.create(nonce=nonce)
             if conversation is None:
@@ -190,6 +209,15 @@ def _turn_start_db(user: Any, frame: ChatSend, provider: Provider) -> tuple[Turn
         raise Busy()
     prep = _Prepared(run_id=str(run.pk), conversation_id=conversation.pk, assistant_message_id=assistant.pk)
     return TurnStarted(run_id=str(run.pk), conversation_id=conversation.pk, created=True), prep
+
+
+def _client_message_lock(user_id: int, client_message_id: str) -> None:
+    """Hold a transaction-scoped lock on (user, client_message_id); SQLite's IMMEDIATE transactions already serialise."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [user_id % 2**31, client_message_id])
 
 
 def _action_verify(user: Any, frame: ChatSend, conversation: Conversation | None) -> str | None:
@@ -315,6 +343,13 @@ class _TextPipe:
         self.last_emit = 0.0
         self.timer: asyncio.TimerHandle | None = None
         self.first_text_at: float | None = None
+        self.on_emit: Callable[[], None] | None = None
+
+    @property
+    def emitted_text(self) -> str:
+        """The text already sent as text_delta events (a prefix of `text`)."""
+        text = self.text
+        return text[:len(text) - sum(len(p) for p in self.pending)]
 
     def feed(self, raw: str) -> None:
         self._queue(self.filter.feed(raw))
@@ -346,6 +381,8 @@ class _TextPipe:
             if self.first_text_at is None:
                 self.first_text_at = self.last_emit
             self.handle.append("text_delta", {"text": text})
+            if self.on_emit is not None:
+                self.on_emit()
 
     def close(self) -> None:
         self._queue(self.filter.close())
@@ -371,6 +408,7 @@ class _Turn:
         self.raw_outputs: list[dict[str, Any]] = []
         self.last_flush = time.perf_counter()
         self.flush_task: asyncio.Task[Any] | None = None
+        self.flush_timer: asyncio.TimerHandle | None = None
         self.flushed_text = ""
         self.handlers: dict[type, Callable[[Any], Any]] = {
             AgentTextDelta: self.on_text,
@@ -425,16 +463,29 @@ class _Turn:
 
     # -- persistence while streaming --
     def _maybe_flush_db(self) -> None:
+        """Persist the text followers have seen, at most every CHAT_FLUSH_INTERVAL; a timer saves the tail."""
+        if self.pipe is None or self.handle.done:
+            return
         now = time.perf_counter()
-        if now - self.last_flush < settings.CHAT_FLUSH_INTERVAL or (self.flush_task and not self.flush_task.done()):
+        wait = settings.CHAT_FLUSH_INTERVAL - (now - self.last_flush)
+        if wait > 0 or (self.flush_task is not None and not self.flush_task.done()):
+            if self.flush_timer is None:
+                self.flush_timer = asyncio.get_running_loop().call_later(max(wait, 0.02), self._flush_timer_fired)
             return
         self.last_flush = now
-        text = self.pipe.text if self.pipe else ""
+        text = self.pipe.emitted_text
         if text != self.flushed_text:
             self.flushed_text = text
-            self.flush_task = asyncio.get_running_loop().create_task(
-                sync_to_async(_assistant_flush)(message_id=self.prep.assistant_message_id, content=text, provider_messages=self._provider_messages())
-            )
+            self.flush_task = asyncio.get_running_loop().create_task(self._flush_db(text, self.handle.last_seq, self._provider_messages()))
+
+    def _flush_timer_fired(self) -> None:
+        self.flush_timer = None
+        self._maybe_flush_db()
+
+    async def _flush_db(self, text: str, seq: int, provider_messages: list[dict[str, Any]]) -> None:
+        # other processes' followers must be able to read these events before the database holds their text
+        await self.handle.wait_durable(seq, timeout=2.0)
+        await sync_to_async(_assistant_flush)(message_id=self.prep.assistant_message_id, content=text, provider_messages=provider_messages)
 
     def _provider_messages(self) -> list[dict[str, Any]]:
         msgs = [m for m in self.state.messages]
@@ -451,6 +502,7 @@ class _Turn:
                 upto_message_id=self.prep.assistant_message_id,
             )
             self.pipe = _TextPipe(self.handle, [*plan.payload_markers, *SUGGESTION_MARKERS], settings.CHAT_COALESCE_WINDOW)
+            self.pipe.on_emit = self._maybe_flush_db
             action = await self._server_action(plan)
             if action is None or action.continue_with_model:
                 if action is not None:
@@ -462,6 +514,8 @@ class _Turn:
             result = self._result(plan, action)
         except asyncio.CancelledError:
             status = Run.Status.CANCELLED
+            if self.handle.interrupting:
+                status, error = Run.Status.INTERRUPTED, ("interrupted", "The server restarted while answering; the partial answer was saved.")
         except ProviderError as exc:
             status, error = Run.Status.ERROR, (exc.code, exc.message)
         except ServiceError as exc:
@@ -547,9 +601,12 @@ class _Turn:
 
     async def _finish(self, plan: TurnPlan | None, status: str, error: tuple[str, str] | None, result: dict[str, Any] | None) -> None:
         """Persist the message, tool calls and diagnostics, then emit the one terminal event."""
+        self.handle.finishing = True
         if self.pipe is not None:
             if status != Run.Status.COMPLETED:
                 self.pipe.flush()
+        if self.flush_timer is not None:
+            self.flush_timer.cancel()
         if self.flush_task is not None:
             try:
                 await self.flush_task
@@ -571,7 +628,7 @@ class _Turn:
             diagnostics["error"] = {"code": error[0], "message": error[1]}
         msg_status = {
             Run.Status.COMPLETED: Message.Status.COMPLETE, Run.Status.CANCELLED: Message.Status.CANCELLED,
-            Run.Status.ERROR: Message.Status.ERROR,
+            Run.Status.ERROR: Message.Status.ERROR, Run.Status.INTERRUPTED: Message.Status.INTERRUPTED,
         }[status]
         r = result or {}
         payload = {
@@ -642,19 +699,22 @@ def _turn_persist(
     usage: dict[str, int], ttft: float | None, duration: float, error: tuple[str, str] | None, last_seq: int,
 ) -> None:
     with transaction.atomic():
+        if tool_calls:  # they ran, whatever happens to the run's verdict
+            ToolCall.objects.bulk_create(tool_calls, ignore_conflicts=True)
+        # only a run still running is ours to finish: one the sweep declared interrupted keeps that verdict
+        finished = Run.objects.filter(pk=prep.run_id, status=Run.Status.RUNNING).update(
+            status=status, assistant_message_id=prep.assistant_message_id, input_tokens=usage["input_tokens"],
+            output_tokens=usage["output_tokens"], time_to_first_token_ms=ttft, duration_ms=duration,
+            diagnostics=diagnostics, finished_at=timezone.now(), last_seq=last_seq,
+            error_code=error[0] if error else "", error_message=error[1] if error else "",
+        )
+        if not finished:
+            return
         Message.objects.filter(pk=prep.assistant_message_id).update(
             content=payload["message"], status=msg_status, suggested_values=payload["suggested_values"],
             suggested_actions=payload["suggested_actions"], custom_payload=payload["custom_payload"],
             payloads=payloads, tool_history=payload["tool_history"], provider_messages=provider_messages,
             updated_at=timezone.now(),
-        )
-        if tool_calls:
-            ToolCall.objects.bulk_create(tool_calls, ignore_conflicts=True)
-        Run.objects.filter(pk=prep.run_id).update(
-            status=status, assistant_message_id=prep.assistant_message_id, input_tokens=usage["input_tokens"],
-            output_tokens=usage["output_tokens"], time_to_first_token_ms=ttft, duration_ms=duration,
-            diagnostics=diagnostics, finished_at=timezone.now(), last_seq=last_seq,
-            error_code=error[0] if error else "", error_message=error[1] if error else "",
         )
 
 

@@ -114,6 +114,8 @@ CHAT_FLUSH_INTERVAL = env.float("CHAT_FLUSH_INTERVAL", default=0.25)
 CHAT_RUN_LOG_TTL = env.int("CHAT_RUN_LOG_TTL", default=3600)  # seconds a finished run stays replayable
 CHAT_HEARTBEAT_INTERVAL = env.float("CHAT_HEARTBEAT_INTERVAL", default=2.0)
 CHAT_STALE_AFTER = env.float("CHAT_STALE_AFTER", default=8.0)
+CHAT_GRACEFUL_SHUTDOWN = env.bool("CHAT_GRACEFUL_SHUTDOWN", default=True)  # SIGTERM lets running runs finish
+CHAT_SHUTDOWN_TIMEOUT = env.float("CHAT_SHUTDOWN_TIMEOUT", default=10.0)  # then they are saved as interrupted
 CHAT_MAX_FRAME_BYTES = env.int("CHAT_MAX_FRAME_BYTES", default=64 * 1024)
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=16000)
 CHAT_RATE_LIMIT_PER_MINUTE = env.int("CHAT_RATE_LIMIT_PER_MINUTE", default=30)

@@ -241,7 +241,8 @@ def _tool_input(tool: dict[str, Any], text: str) -> dict[str, Any]:
                 if m or name in required:
                     out[name] = m.group(1) if m else ""
             elif name in required or not out:
-                content = [w for w in re.findall(r"[\w-]+", text) if w.lower() not in STOPWORDS and w.lower() not in tool_words]
+                # Compare normalised words: "articles" names the tool's own "article", it is not the subject.
+                content = [w for w in re.findall(r"[\w-]+", text) if w.lower() not in STOPWORDS and not (words(w) and words(w) <= tool_words)]
                 out[name] = " ".join(content) or text.strip()
         elif kind == "integer" and name in required:
             out[name] = int(numbers[0]) if numbers else int(prop.get("default", 5))
@@ -295,7 +296,8 @@ def _after_tools(request: ProviderRequest, results: list[dict[str, Any]], user_t
         if r.get("is_error"):
             parts.append(f"The `{name}` tool failed: {first[:300]}")
         else:
-            parts.append(f"`{name}` returned: {first[:300]}")
+            more = " The card above has the details." if len(text.strip().splitlines()) > 1 else ""
+            parts.append(f"`{name}`: {first[:300].rstrip(':')}.{more}")
     values = [{"label": "Tell me more", "value": f"tell me more about {user_text[:60]}"}]
     body = "Done. " + " ".join(parts) + "\n\nSUGGESTED_VALUES: " + json.dumps(values, ensure_ascii=False)
     return Reply(body)

@@ -182,7 +182,7 @@ async def test_someone_elses_ids_look_missing(user: Any, other_user: Any, script
         ('{"type": "chat.send", "client_message_id": "a", "message": "x", "extra": 1}', "bad_frame"),
         ('{"type": "chat.send", "client_message_id": "a", "message": "\\ud800"}', "bad_frame"),
         ('{"type": "chat.send", "client_message_id": "a", "message": "nul\\u0000"}', "bad_frame"),
-        ("[" * 5000 + "]" * 5000, "bad_json"),
+        ("[" * 5000 + "]" * 5000, "bad_frame"),
         ('{"type": "chat.send", "message": "' + "x" * 70000 + '"}', "too_large"),
     ],
 )
