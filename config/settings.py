@@ -100,7 +100,7 @@ _PROVIDERS = {
 }
 _provider_name = env.str("CHAT_PROVIDER", default="anthropic" if ANTHROPIC_API_KEY else "offline")
 CHAT_PROVIDER = _PROVIDERS.get(_provider_name, _provider_name)
-CHAT_MODEL = env.str("CHAT_MODEL", default="claude-sonnet-4-5")
+CHAT_MODEL = env.str("CHAT_MODEL", default="claude-sonnet-5")
 CHAT_MAX_ITERATIONS = env.int("CHAT_MAX_ITERATIONS", default=5)
 CHAT_MAX_TOKENS = env.int("CHAT_MAX_TOKENS", default=2000)
 CHAT_TEMPERATURE = env.float("CHAT_TEMPERATURE", default=0.0)
