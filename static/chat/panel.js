@@ -73,7 +73,9 @@ export function showPayload(panel, payload, tray) {
   const buttons = [];
   const decide = (fn, outcome) => async () => {
     try {
-      await fn(data, payload);
+      // A handler returns false when it could not act (e.g. the page is on another tab): the
+      // proposal stays open and unmarked, and the handler has told the user why.
+      if ((await fn(data, payload)) === false) return;
       tray.markPayload(payload, outcome);
     } catch (err) {
       console.error(`chat tray: payload ${outcome} failed`, err);

@@ -10,8 +10,9 @@
  *         title: "Schema Proposal",          // panel header (defaults to the payload type)
  *         width: "480px",                    // panel width on wide screens
  *         render(data, payload) { return someHTMLElement; },  // build with DOM APIs, never innerHTML
- *         onAccept(data, payload) { ... },   // optional: shows an Accept button
- *         onReject(data, payload) { ... },   // optional: shows a Reject button
+ *         onAccept(data, payload) { ... },   // optional: shows an Accept button; return false if not applied
+ *         onReject(data, payload) { ... },   // optional: shows a Reject button (panel stays open and the
+ *                                            //   outcome unrecorded when it returns false)
  *       },
  *     },
  *     clientActions: {

@@ -1,4 +1,7 @@
-/** Edit stream: Accept applies a proposal to the form of the tab it belongs to; Reject dismisses it. */
+/**
+ * Edit stream: Accept applies a proposal to the form of the tab it belongs to; Reject dismisses it.
+ * On another tab Accept says so and returns false, so the tray neither closes nor marks the proposal.
+ */
 import { registerPageHandlers } from "/static/chat/registry.js";
 import { card, fill, notice } from "/static/pages/forms.js";
 
@@ -21,7 +24,7 @@ registerPageHandlers({
         return card([["Name", c.stream_name], ["Purpose", c.purpose], ["Topics", c.topics], ["Entities", c.entities], ["Confidence", data.confidence]], data.reasoning);
       },
       onAccept(data) {
-        if (!onTab("schema_proposal")) return;
+        if (!onTab("schema_proposal")) return false;
         const c = data.proposed_changes || {};
         fill("field-stream-name", c.stream_name);
         fill("field-purpose", c.purpose);
@@ -35,7 +38,7 @@ registerPageHandlers({
       title: "Retrieval proposal",
       render: (data) => card([["Queries", data.queries], ["Sources", data.sources]], data.reasoning),
       onAccept(data) {
-        if (!onTab("retrieval_proposal")) return;
+        if (!onTab("retrieval_proposal")) return false;
         fill("field-queries", data.queries || []);
         if ((data.sources || []).length) fill("field-sources", data.sources);
         notice("Queries applied to the form. Save to keep them.");
@@ -46,7 +49,7 @@ registerPageHandlers({
       title: "Presentation categories",
       render: (data) => card((data.categories || []).map((c) => [c.name, c.description || ""]), data.reasoning),
       onAccept(data) {
-        if (!onTab("presentation_categories")) return;
+        if (!onTab("presentation_categories")) return false;
         fill("field-categories", (data.categories || []).map((c) => (c.description ? `${c.name}: ${c.description}` : c.name)));
         notice("Categories applied to the form. Save to keep them.");
       },
