@@ -77,8 +77,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;",
         }
     )
-    # A separate file per concurrent test run (several people/CI jobs may share one work tree).
-    DATABASES["default"]["TEST"] = {"NAME": env.str("SQLITE_TEST_NAME", default=str(BASE_DIR / "var" / "test.sqlite3"))}
+    # A file (not :memory:) so async tests and threads share it; one per test process so parallel runs
+    # in one work tree never collide. var/ is git-ignored, so a fresh clone has to create it.
+    (BASE_DIR / "var").mkdir(exist_ok=True)
+    DATABASES["default"]["TEST"] = {"NAME": env.str("SQLITE_TEST_NAME", default=str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3"))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Redis: channel layer + durable run log when REDIS_URL is set; in-process otherwise.
