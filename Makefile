@@ -10,7 +10,7 @@ REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 .PHONY: run test test-services setup chromium bench clean
 
 $(STAMP): pyproject.toml
-	@command -v pyenv >/dev/null && pyenv install -s $$(cat .python-version) || true
+	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null || { command -v pyenv >/dev/null && pyenv install -s $$(cat .python-version); } || true
 	python3 -c 'import sys; assert sys.version_info >= (3, 12), "Python >= 3.12 needed (see .python-version)"'
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
