@@ -86,6 +86,19 @@ class Limiter:
             raise RateLimited(f"more than {limit} messages a minute")
         window.append(now)
 
+    async def uncount_message(self, user_id: int) -> None:
+        """Give back the count of a message that started nothing (a resend)."""
+        r = self._client()
+        if r is not None:
+            try:
+                await r.decr(f"chat:rate:{user_id}:{int(time.time() // 60)}")
+                return
+            except _redis_errors():
+                pass
+        window = self._sends.get(user_id)
+        if window:
+            window.pop()
+
     # ---- sockets ---------------------------------------------------------------------------------
 
     async def socket_acquire(self, user_id: int, socket_id: str) -> bool:

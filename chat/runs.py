@@ -62,8 +62,11 @@ def _is_terminal(data: str) -> bool:
     return any(f'"type":"{t}"' in head for t in TERMINAL_TYPES)
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # built once: this runs per event
+
+
 def _dumps(event: dict[str, Any]) -> str:
-    return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return _encode(event)
 
 
 class RunHandle:

@@ -10,6 +10,7 @@ from chat.models import Conversation, Message, Run
 from chat.prompt import StoredMessage
 
 MANIFEST_LIMIT = 20
+PAYLOAD_SCAN_LIMIT = 200  # payloads older than the last 200 messages leave the manifest
 
 
 def conversation_list(*, user: Any) -> QuerySet[Conversation]:
@@ -58,12 +59,15 @@ def has_history(*, conversation_id: int, before_id: int | None) -> bool:
     return qs.count() > 1
 
 
+def _recent_assistant(conversation_id: int) -> QuerySet[Message]:
+    """Assistant messages among the conversation's last PAYLOAD_SCAN_LIMIT messages (a bounded scan)."""
+    recent = Message.objects.filter(conversation_id=conversation_id).order_by("-id").values("id")[:PAYLOAD_SCAN_LIMIT]
+    return Message.objects.filter(id__in=recent, role=Message.Role.ASSISTANT).exclude(payloads=[])
+
+
 def payload_manifest(*, conversation_id: int) -> list[dict[str, Any]]:
-    """Summaries of the conversation's most recent payloads (bounded)."""
-    rows = (
-        Message.objects.filter(conversation_id=conversation_id, role=Message.Role.ASSISTANT)
-        .exclude(payloads=[]).order_by("-id").values_list("payloads", flat=True)[:MANIFEST_LIMIT]
-    )
+    """Summaries of the conversation's most recent payloads (bounded: never a scan of the whole conversation)."""
+    rows = _recent_assistant(conversation_id).order_by("-id").values_list("payloads", flat=True)[:MANIFEST_LIMIT]
     manifest: list[dict[str, Any]] = []
     for payloads in rows:
         for p in payloads or []:
@@ -73,7 +77,7 @@ def payload_manifest(*, conversation_id: int) -> list[dict[str, Any]]:
 
 def payload_get(*, conversation_id: int, payload_id: str) -> dict[str, Any] | None:
     """A payload of this conversation by id (full data), or None."""
-    rows = Message.objects.filter(conversation_id=conversation_id, role=Message.Role.ASSISTANT).exclude(payloads=[]).order_by("-id").values_list("payloads", flat=True)[:200]
+    rows = _recent_assistant(conversation_id).order_by("-id").values_list("payloads", flat=True)
     for payloads in rows:
         for p in payloads or []:
             if p.get("payload_id") == payload_id:

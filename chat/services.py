@@ -125,14 +125,22 @@ async def turn_start(*, user: Any, frame: ChatSend) -> TurnStarted:
 
     if frame.conversation_id is not None and not 0 < frame.conversation_id < 2**63:
         raise NotFound("conversation not found")  # what the database would say, without its overflow error
-    resent = await sync_to_async(selectors.message_by_client_id)(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id)
-    if resent is not None:
-        return resent  # a resend (reconnect) is never rate limited: it starts nothing
-    await limiter.check_message(user.pk)
+    # a resend (reconnect) is never rate limited: it starts nothing. Looked up front only when the limit
+    # is hit; otherwise _turn_start_db finds it in the same thread hop and its count is given back.
+    try:
+        await limiter.check_message(user.pk)
+    except RateLimited:
+        resent = await sync_to_async(selectors.message_by_client_id)(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id)
+        if resent is not None:
+            return resent
+        raise
     provider = provider_get()
     # shielded: a caller cancelled meanwhile (socket closed, SSE client gone) must not leave a stored
     # message with a run that no task runs; the run starts and a resend or resume finds it
-    return await asyncio.shield(_turn_begin(user, frame, provider))
+    started = await asyncio.shield(_turn_begin(user, frame, provider))
+    if not started.created:
+        await limiter.uncount_message(user.pk)
+    return started
 
 
 async def _turn_begin(user: Any, frame: ChatSend, provider: Provider) -> TurnStarted:
@@ -410,6 +418,7 @@ class _Turn:
         self.flush_task: asyncio.Task[Any] | None = None
         self.flush_timer: asyncio.TimerHandle | None = None
         self.flushed_text = ""
+        self.flush_window = settings.CHAT_FLUSH_INTERVAL  # doubles after each flush (see _maybe_flush_db)
         self.handlers: dict[type, Callable[[Any], Any]] = {
             AgentTextDelta: self.on_text,
             AgentToolStart: self.on_tool_start,
@@ -428,8 +437,7 @@ class _Turn:
     # -- agent events --
     def on_text(self, ev: AgentTextDelta) -> None:
         assert self.pipe is not None
-        (self.pipe.feed_verbatim if ev.is_tool_marker else self.pipe.feed)(ev.text)
-        self._maybe_flush_db()
+        (self.pipe.feed_verbatim if ev.is_tool_marker else self.pipe.feed)(ev.text)  # emitting calls _maybe_flush_db
 
     def on_tool_start(self, ev: AgentToolStart) -> None:
         self.emit("tool_start", tool=ev.name, input=ev.input, tool_use_id=ev.tool_use_id)
@@ -463,11 +471,12 @@ class _Turn:
 
     # -- persistence while streaming --
     def _maybe_flush_db(self) -> None:
-        """Persist the text followers have seen, at most every CHAT_FLUSH_INTERVAL; a timer saves the tail."""
+        """Persist the text followers have seen; the window starts at CHAT_FLUSH_INTERVAL and doubles after each
+        flush up to CHAT_FLUSH_MAX_INTERVAL, so a turn's writes grow with the log of its length, not with it."""
         if self.pipe is None or self.handle.done:
             return
         now = time.perf_counter()
-        wait = settings.CHAT_FLUSH_INTERVAL - (now - self.last_flush)
+        wait = self.flush_window - (now - self.last_flush)
         if wait > 0 or (self.flush_task is not None and not self.flush_task.done()):
             if self.flush_timer is None:
                 self.flush_timer = asyncio.get_running_loop().call_later(max(wait, 0.02), self._flush_timer_fired)
@@ -476,6 +485,7 @@ class _Turn:
         text = self.pipe.emitted_text
         if text != self.flushed_text:
             self.flushed_text = text
+            self.flush_window = min(self.flush_window * 2, max(settings.CHAT_FLUSH_MAX_INTERVAL, settings.CHAT_FLUSH_INTERVAL))
             self.flush_task = asyncio.get_running_loop().create_task(self._flush_db(text, self.handle.last_seq, self._provider_messages()))
 
     def _flush_timer_fired(self) -> None:
@@ -538,7 +548,7 @@ class _Turn:
             sync_runner=_run_sync,
         ):
             out = self.handlers[type(ev)](ev)
-            if asyncio.iscoroutine(out):
+            if out is not None:  # the async handlers' coroutines (cheaper than iscoroutine on every token)
                 await out
 
     async def _server_action(self, plan: TurnPlan) -> ServerActionResult | None:

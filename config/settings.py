@@ -81,6 +81,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # in one work tree never collide. var/ is git-ignored, so a fresh clone has to create it.
     (BASE_DIR / "var").mkdir(exist_ok=True)
     DATABASES["default"]["TEST"] = {"NAME": env.str("SQLITE_TEST_NAME", default=str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3"))}
+# Persistent connections: Channels runs close_old_connections() around every websocket message, which
+# with CONN_MAX_AGE=0 closes and reopens the database (and re-runs SQLite's PRAGMAs) once per frame.
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=600))
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Redis: channel layer + durable run log when REDIS_URL is set; in-process otherwise.
@@ -112,7 +116,10 @@ CHAT_PROVIDER_TIMEOUT = env.float("CHAT_PROVIDER_TIMEOUT", default=60.0)
 CHAT_PROVIDER_STALL_TIMEOUT = env.float("CHAT_PROVIDER_STALL_TIMEOUT", default=30.0)
 CHAT_OFFLINE_DELAY = env.float("CHAT_OFFLINE_DELAY", default=0.02)  # seconds between offline tokens
 CHAT_COALESCE_WINDOW = env.float("CHAT_COALESCE_WINDOW", default=0.03)
+# A streaming answer is saved CHAT_FLUSH_INTERVAL after its first text, then at windows doubling up to
+# CHAT_FLUSH_MAX_INTERVAL: a crash loses less than a second of text, and a 5 s (500-token) turn stays <= 12 writes.
 CHAT_FLUSH_INTERVAL = env.float("CHAT_FLUSH_INTERVAL", default=0.25)
+CHAT_FLUSH_MAX_INTERVAL = env.float("CHAT_FLUSH_MAX_INTERVAL", default=0.9)
 CHAT_RUN_LOG_TTL = env.int("CHAT_RUN_LOG_TTL", default=3600)  # seconds a finished run stays replayable
 CHAT_HEARTBEAT_INTERVAL = env.float("CHAT_HEARTBEAT_INTERVAL", default=2.0)
 CHAT_STALE_AFTER = env.float("CHAT_STALE_AFTER", default=8.0)

@@ -43,6 +43,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="set DATABASE_URL / REDIS_URL to run against real services"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _close_executor_connections(django_db_setup: Any, django_db_blocker: Any) -> Any:
+    """Persistent connections (CONN_MAX_AGE) opened by sync_to_async's shared thread must close before
+    the test database is dropped (PostgreSQL refuses while a session is open)."""
+    yield
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        asyncio.run(sync_to_async(connections.close_all)())
+
+
 @pytest.fixture(autouse=True)
 def _clean_state(settings: Any) -> Any:
     settings.CHAT_OFFLINE_DELAY = 0

@@ -126,6 +126,7 @@ async def test_a_run_swept_while_its_owner_lived_keeps_the_verdict(user: Any, sc
 
 async def test_text_is_flushed_every_window_and_is_always_a_prefix(user: Any, scripted: Any, settings: Any) -> None:
     settings.CHAT_FLUSH_INTERVAL = 0.25
+    settings.CHAT_FLUSH_MAX_INTERVAL = 0.25  # a fixed window: the lag bound below holds for every flush
     settings.CHAT_COALESCE_WINDOW = 0.01
     steps: list[Any] = []
     for i in range(120):
