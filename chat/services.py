@@ -159,63 +159,66 @@ async def _turn_begin(user: Any, frame: ChatSend, provider: Provider) -> TurnSta
 class _Prepared:
     run_id: str
     conversation_id: int
-    assistant_message_id: int
+    user_message_id: int
+    conversation_created: bool = False
+    assistant_message_id: int | None = None  # created by the run itself, off the acknowledgement's path
     started: float = field(default_factory=time.perf_counter)
 
 
 def _turn_start_db(user: Any, frame: ChatSend, provider: Provider) -> tuple[TurnStarted, _Prepared | None]:
-    existing = selectors.message_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id)
-    if existing is not None:
-        return existing, None
+    """Store the user message and its run (the acknowledgement waits for exactly this, so it is kept minimal)."""
+    conversation = None
     if frame.conversation_id is not None:
         conversation = Conversation.objects.filter(pk=frame.conversation_id, owner=user).first()
         if conversation is None:
             raise NotFound("conversation not found")
-        run_sweep_conversation(conversation_id=conversation.pk)
-    else:
-        conversation = None
-    running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
-    if running >= settings.CHAT_MAX_RUNNING_PER_USER and _sweep(None):  # dead processes' runs do not count
-        running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
-    if running >= settings.CHAT_MAX_RUNNING_PER_USER:
-        raise RateLimited("too many runs in progress")
-    page = str(frame.context.get("current_page") or "")[:100]
     nonce = _action_verify(user, frame, conversation)
-    try:
-        with transaction.atomic():
-            # A resend racing the original (a reconnect to another process) must find it, not store it again:
-            # the unique constraint covers one conversation only, so serialise on (user, client_message_id).
-            _client_message_lock(user.pk, frame.client_message_id)
+    for attempt in (1, 2):
+        try:
+            return _turn_insert(user, frame, provider, conversation, nonce)
+        except IntegrityError:
+            if nonce is not None and UsedActionToken.objects.filter(nonce=nonce).exists():
+                raise ActionRejected("action rejected: this button was already used") from None
             again = selectors.message_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id)
             if again is not None:
                 return again, None
-            if nonce is not None:
-                UsedActionToken.objects.create(nonce=nonce)
-            if conversation is None:
-                conversation = Conversation.objects.create(owner=user, title=_title(frame.message), page=page)
-            else:
-                Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
-            user_msg = Message.objects.create(
-                conversation=conversation, role=Message.Role.USER, content=frame.message,
-                interaction_type=frame.interaction_type, context=frame.context,
-                action_metadata=_public_action_metadata(frame), client_message_id=frame.client_message_id,
-            )
-            run = Run.objects.create(
-                conversation=conversation, user_message=user_msg, provider=provider.name,
-                model=settings.CHAT_MODEL if not provider.is_offline else "offline",
-                owner_process=PROCESS_ID, heartbeat_at=timezone.now(),
-            )
-            assistant = Message.objects.create(
-                conversation=conversation, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING, run=run,
-            )
-    except IntegrityError:
-        if nonce is not None and UsedActionToken.objects.filter(nonce=nonce).exists():
-            raise ActionRejected("action rejected: this button was already used") from None
+            # the running slot may be held by a run whose process died: sweep it once and try again
+            if attempt == 1 and conversation is not None and run_sweep_conversation(conversation_id=conversation.pk):
+                continue
+            raise Busy() from None
+    raise Busy()
+
+
+def _turn_insert(user: Any, frame: ChatSend, provider: Provider, conversation: Conversation | None, nonce: str | None) -> tuple[TurnStarted, _Prepared | None]:
+    with transaction.atomic():
+        # A resend racing the original (a reconnect to another process) must find it, not store it again:
+        # the unique constraint covers one conversation only, so serialise on (user, client_message_id).
+        _client_message_lock(user.pk, frame.client_message_id)
         again = selectors.message_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id)
         if again is not None:
             return again, None
-        raise Busy()
-    prep = _Prepared(run_id=str(run.pk), conversation_id=conversation.pk, assistant_message_id=assistant.pk)
+        running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
+        if running >= settings.CHAT_MAX_RUNNING_PER_USER and _sweep(None):  # dead processes' runs do not count
+            running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
+        if running >= settings.CHAT_MAX_RUNNING_PER_USER:
+            raise RateLimited("too many runs in progress")
+        if nonce is not None:
+            UsedActionToken.objects.create(nonce=nonce)
+        created = conversation is None
+        if conversation is None:
+            page = str(frame.context.get("current_page") or "")[:100]
+            conversation = Conversation.objects.create(owner=user, title=_title(frame.message), page=page)
+        user_msg = Message.objects.create(
+            conversation=conversation, role=Message.Role.USER, content=frame.message,
+            interaction_type=frame.interaction_type, context=frame.context,
+            action_metadata=_public_action_metadata(frame), client_message_id=frame.client_message_id,
+        )
+        run = Run.objects.create(
+            conversation=conversation, user_message=user_msg, provider=provider.name,
+            model=settings.CHAT_MODEL if not provider.is_offline else "offline",
+            owner_process=PROCESS_ID, heartbeat_at=timezone.now(),
+        )
+    prep = _Prepared(run_id=str(run.pk), conversation_id=conversation.pk, user_message_id=user_msg.pk, conversation_created=created)
     return TurnStarted(run_id=str(run.pk), conversation_id=conversation.pk, created=True), prep
 
 
@@ -502,15 +505,19 @@ class _Turn:
         return msgs
 
     # -- the run --
+    def _prepare(self) -> TurnPlan:
+        """Create the (streaming) assistant message, then assemble the model call; one thread hop."""
+        self.prep.assistant_message_id = Message.objects.create(
+            conversation_id=self.prep.conversation_id, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING, run_id=self.prep.run_id,
+        ).pk
+        return turn_plan_build(user=self.user, conversation_id=self.prep.conversation_id, frame=self.frame, upto_message_id=self.prep.assistant_message_id)
+
     async def run(self) -> None:
         status, error = Run.Status.COMPLETED, None
         plan: TurnPlan | None = None
         result: dict[str, Any] | None = None
         try:
-            plan = await sync_to_async(turn_plan_build)(
-                user=self.user, conversation_id=self.prep.conversation_id, frame=self.frame,
-                upto_message_id=self.prep.assistant_message_id,
-            )
+            plan = await sync_to_async(self._prepare)()
             self.pipe = _TextPipe(self.handle, [*plan.payload_markers, *SUGGESTION_MARKERS], settings.CHAT_COALESCE_WINDOW)
             self.pipe.on_emit = self._maybe_flush_db
             action = await self._server_action(plan)
@@ -711,6 +718,11 @@ def _turn_persist(
     with transaction.atomic():
         if tool_calls:  # they ran, whatever happens to the run's verdict
             ToolCall.objects.bulk_create(tool_calls, ignore_conflicts=True)
+        if prep.assistant_message_id is None:  # the run ended before it got to create its message
+            prep.assistant_message_id = Message.objects.create(
+                conversation_id=prep.conversation_id, role=Message.Role.ASSISTANT, status=msg_status, run_id=prep.run_id,
+            ).pk
+            payload["message_id"] = prep.assistant_message_id
         # only a run still running is ours to finish: one the sweep declared interrupted keeps that verdict
         finished = Run.objects.filter(pk=prep.run_id, status=Run.Status.RUNNING).update(
             status=status, assistant_message_id=prep.assistant_message_id, input_tokens=usage["input_tokens"],
@@ -726,6 +738,8 @@ def _turn_persist(
             payloads=payloads, tool_history=payload["tool_history"], provider_messages=provider_messages,
             updated_at=timezone.now(),
         )
+        if not prep.conversation_created:  # a new conversation's row is already this fresh
+            Conversation.objects.filter(pk=prep.conversation_id).update(updated_at=timezone.now())
 
 
 # ---- cancel, approve, heartbeat, sweep ----------------------------------------------------------
