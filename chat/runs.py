@@ -75,7 +75,7 @@ class RunHandle:
     __slots__ = (
         "run_id", "conversation_id", "user_id", "events", "done", "_changed", "task", "approvals",
         "cancel_requested", "interrupting", "finishing", "created", "finished_at", "_durable", "_durable_event", "_writer",
-        "_written", "_rewrite", "_durable_changed",
+        "_written", "_rewrite", "_durable_changed", "_prefix", "_suffix",
     )
 
     def __init__(self, run_id: str, conversation_id: int, user_id: int, durable: "RedisRunLog | None" = None):
@@ -84,7 +84,9 @@ class RunHandle:
         self.user_id = user_id
         self.events: list[str] = []
         self.done = False
-        self._changed = asyncio.Event()
+        self._changed: asyncio.Future[None] | None = None  # created only while a follower waits
+        self._prefix = f'"run_id":{_dumps(run_id)},"seq":'
+        self._suffix = f',"conversation_id":{_dumps(conversation_id)}'
         self.task: asyncio.Task[Any] | None = None
         self.approvals: dict[str, asyncio.Future[bool]] = {}
         self.cancel_requested = False
@@ -113,14 +115,15 @@ class RunHandle:
         if self.done:
             raise RuntimeError("run already ended")
         seq = len(self.events) + 1
-        event = {"type": type_, "run_id": self.run_id, "seq": seq, "conversation_id": self.conversation_id}
-        event.update(fields)
-        self.events.append(_dumps(event))
+        # the common envelope is pre-encoded; only the event's own fields go through the encoder
+        body = _dumps(fields)[1:-1] if fields else ""
+        self.events.append(f'{{"type":"{type_}",{self._prefix}{seq}{self._suffix}{"," if body else ""}{body}}}')
         if type_ in TERMINAL_TYPES:
             self.done = True
             self.finished_at = time.monotonic()
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        changed, self._changed = self._changed, None
+        if changed is not None and not changed.done():
+            changed.set_result(None)
         self._kick_writer()
         return seq
 
@@ -135,13 +138,14 @@ class RunHandle:
         """(seq, event) after `after_seq`, then live ones, until the terminal event."""
         i = after_seq
         while True:
-            changed = self._changed
             while i < len(self.events):
                 i += 1
                 yield i, self.events[i - 1]
             if self.done:
                 return
-            await changed.wait()
+            if self._changed is None:
+                self._changed = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._changed)  # shared by every follower: one leaving must not cancel it
 
     async def wait_done(self) -> None:
         async for _ in self.follow(len(self.events)):

@@ -6,13 +6,14 @@ import logging
 import time
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, close_old_connections, connections, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -143,8 +144,26 @@ async def turn_start(*, user: Any, frame: ChatSend) -> TurnStarted:
     return started
 
 
+# Acknowledgements get a database thread of their own, so a new message never queues behind other runs'
+# flushes and saves on Django's single sync thread (they only contend for the database's own write lock).
+_ACK_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-ack")
+
+
+def _on_ack_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def job(*args: Any) -> Any:
+        close_old_connections()  # this thread is outside Django's request cycle: recycle broken/expired connections
+        return fn(*args)
+
+    return sync_to_async(job, thread_sensitive=False, executor=_ACK_EXECUTOR)
+
+
+def db_connections_close() -> None:
+    """Close the acknowledgement thread's connections (tests drop their database afterwards)."""
+    _ACK_EXECUTOR.submit(connections.close_all).result(timeout=10)
+
+
 async def _turn_begin(user: Any, frame: ChatSend, provider: Provider) -> TurnStarted:
-    started, prep = await sync_to_async(_turn_start_db)(user, frame, provider)
+    started, prep = await _on_ack_thread(_turn_start_db)(user, frame, provider)
     if not started.created:
         return started
     handle = manager.create(started.run_id, started.conversation_id, user.pk)
