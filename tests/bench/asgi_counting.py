@@ -8,21 +8,28 @@ import gc
 import json
 import os
 import re
+import sys
 import threading
 from collections import Counter
 from typing import Any
 
 from django.db.backends.signals import connection_created
 
+if os.environ.get("BENCH_SWITCH_INTERVAL"):  # experiment knob: the GIL hand-off interval (default 5 ms)
+    sys.setswitchinterval(float(os.environ["BENCH_SWITCH_INTERVAL"]))
+
 _lock = threading.Lock()
 _statements: Counter[str] = Counter()  # "INSERT chat_message", "SELECT", ...
 _WRITE = re.compile(r'^\s*(INSERT|UPDATE|DELETE|REPLACE)\b(?:\s+OR\s+\w+)?(?:\s+INTO)?\s+"?(\w+)"?', re.I)
+_HEARTBEAT = re.compile(r'^\s*UPDATE\s+"?chat_run"?\s+SET\s+"?heartbeat_at"?', re.I)
 _profiler: cProfile.Profile | None = None
 
 
 def _count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
     m = _WRITE.match(sql)
     key = f"{m.group(1).upper()} {m.group(2)}" if m else sql.lstrip()[:9].split(" ", 1)[0].upper()
+    if key == "UPDATE chat_run" and _HEARTBEAT.search(sql):
+        key = "UPDATE chat_run (heartbeat)"  # one statement per interval for all of the process's runs
     with _lock:
         _statements[key] += 1
     return execute(sql, params, many, context)
@@ -35,6 +42,31 @@ def _on_connection(sender: Any, connection: Any, **kwargs: Any) -> None:
 
 connection_created.connect(_on_connection)
 
+_executor: dict[str, Any] = {"jobs": 0, "wait_s": 0.0, "run_s": 0.0, "waits": []}
+if os.environ.get("BENCH_TRACE_EXECUTOR"):  # experiment knob: queueing in the sync_to_async thread(s)
+    import concurrent.futures
+    import time
+
+    _submit = concurrent.futures.ThreadPoolExecutor.submit
+
+    def _timed_submit(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        queued = time.perf_counter()
+
+        def job() -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with _lock:
+                    _executor["jobs"] += 1
+                    _executor["wait_s"] += started - queued
+                    _executor["run_s"] += time.perf_counter() - started
+                    _executor["waits"].append(started - queued)
+
+        return _submit(self, job)
+
+    concurrent.futures.ThreadPoolExecutor.submit = _timed_submit  # type: ignore[method-assign]
+
 from config.asgi import application as _app  # noqa: E402  (after the signal: count from the first query)
 
 
@@ -42,7 +74,16 @@ def stats() -> dict[str, Any]:
     with _lock:
         statements = dict(_statements)
     writes = {k: v for k, v in statements.items() if k.split(" ", 1)[0] in ("INSERT", "UPDATE", "DELETE", "REPLACE")}
-    return {"pid": os.getpid(), "db_writes": sum(writes.values()), "db_statements": sum(statements.values()),
+    heartbeat = sum(v for k, v in writes.items() if k.endswith("(heartbeat)"))
+    with _lock:
+        waits = sorted(_executor["waits"])
+        executor = {k: v for k, v in _executor.items() if k != "waits"}
+        _executor["waits"] = []
+    if waits:
+        executor["wait_p50_ms"] = round(waits[len(waits) // 2] * 1000, 2)
+        executor["wait_p99_ms"] = round(waits[int(len(waits) * 0.99)] * 1000, 2)
+    return {"pid": os.getpid(), "executor": executor, "db_writes": sum(writes.values()), "db_heartbeat_writes": heartbeat,
+            "db_statements": sum(statements.values()),
             "writes_by_table": writes, "statements": statements}
 
 

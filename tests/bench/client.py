@@ -115,11 +115,11 @@ async def ws_turn(ws: ClientConnection, message: str, conversation_id: int | Non
     return await read_run(ws, t0, turn, **kw)
 
 
-async def relay_turn(ws: ClientConnection, set_name: str, *, pace: bool = False, timeout: float = 60.0) -> Turn:
+async def relay_turn(ws: ClientConnection, set_name: str, *, pace: bool = False, each_turn: bool = False, timeout: float = 60.0) -> Turn:
     """A baseline round: ask a relay server for a frame set; time the first and last frame."""
     turn = Turn()
     t0 = time.perf_counter()
-    await ws.send(json.dumps({"set": set_name, "pace": pace}))
+    await ws.send(json.dumps({"set": set_name, "pace": pace, "yield": each_turn}))
     async with asyncio.timeout(timeout):
         while True:
             raw = await ws.recv()

@@ -33,10 +33,13 @@ async def play(request_text: str, emit: Any) -> None:
     req: dict[str, Any] = json.loads(request_text)
     frames, offsets = load(req["set"])
     if not req.get("pace"):
+        each_turn = bool(req.get("yield"))  # one frame per event-loop turn, as a streamed model produces them
         for f in frames:
             await emit(f)
+            if each_turn:
+                await asyncio.sleep(0)
         return
-    start = time.perf_counter()
+    start = time.perf_counter() - offsets[0]  # the first frame goes out at once: pace only the gaps between frames
     for f, at in zip(frames, offsets):
         delay = start + at - time.perf_counter()
         if delay > 0:

@@ -16,10 +16,33 @@ ROOT = Path(__file__).resolve().parents[2]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the bench process dies, however it dies (no stray servers)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def machine_busy() -> float:
+    """CPU seconds all processes on the machine have used (busy jiffies in /proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / CLK_TCK
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process and its waited-for children."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 class Server:
@@ -36,7 +59,7 @@ class Server:
         env = {**os.environ, **self.env}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(self.port), self.app],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
