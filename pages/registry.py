@@ -127,6 +127,19 @@ class PageRegistry:
     def __iter__(self) -> Iterator[PageSpec]:
         return iter(self._pages.values())
 
+    def where_used(self, *, tool: str | None = None, payload: str | None = None) -> list[str]:
+        """Where pages name this tool or payload type: "page", "page/tab" or "page/tab/subtab"."""
+        def named(spec: PageSpec | TabSpec) -> bool:
+            return (tool is not None and tool in spec.tools) or (payload is not None and payload in spec.payloads)
+
+        found: list[str] = []
+        for page in self:
+            found += [page.name] if named(page) else []
+            for tab in page.tabs.values():
+                found += [f"{page.name}/{tab.name}"] if named(tab) else []
+                found += [f"{page.name}/{tab.name}/{sub.name}" for sub in tab.subtabs.values() if named(sub)]
+        return found
+
 
 registry = PageRegistry()
 register_page = registry.register

@@ -25,12 +25,7 @@ class PayloadTypeAdmin(admin.ModelAdmin):
     def used_on(self, obj: PayloadType) -> str:
         from pages.registry import registry
 
-        where = []
-        for page in registry:
-            if obj.type in page.payloads:
-                where.append(page.name)
-            where += [f"{page.name}/{t.name}" for t in page.tabs.values() if obj.type in t.payloads]
-        return ", ".join(where) or ("every page" if obj.is_global else "—")
+        return ", ".join(registry.where_used(payload=obj.type)) or ("every page" if obj.is_global else "—")
 
     @admin.display(description="instructions given to the model")
     def instructions(self, obj: PayloadType) -> str:

@@ -54,12 +54,4 @@ class ToolAdmin(admin.ModelAdmin):
 
         if obj.is_global:
             return "every page"
-        where = []
-        for page in registry:
-            if obj.name in page.tools:
-                where.append(page.name)
-            for tab in page.tabs.values():
-                if obj.name in tab.tools:
-                    where.append(f"{page.name}/{tab.name}")
-                where += [f"{page.name}/{tab.name}/{s.name}" for s in tab.subtabs.values() if obj.name in s.tools]
-        return ", ".join(where) or "—"
+        return ", ".join(registry.where_used(tool=obj.name)) or "—"

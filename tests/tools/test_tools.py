@@ -89,3 +89,12 @@ def test_admin_pages_render_for_staff(admin_client: Any, django_user_model: Any)
     assert "&lt;b&gt;x&lt;/b&gt;" in detail and "<b>x</b>" not in detail
     tools_page = admin_client.get("/admin/tools/tool/").content.decode()
     assert "every page" in tools_page and "reports" in tools_page
+
+
+def test_where_used_names_pages_tabs_and_subtabs() -> None:
+    from pages.registry import PageRegistry, PageSpec, TabSpec
+
+    reg = PageRegistry()
+    reg.register(PageSpec(name="p", tools=("t",), tabs={"a": TabSpec("a", tools=("t",), payloads=("x",), subtabs={"s": TabSpec("s", tools=("t",))})}))
+    assert reg.where_used(tool="t") == ["p", "p/a", "p/a/s"]
+    assert reg.where_used(payload="x") == ["p/a"] and reg.where_used(tool="nope") == []
