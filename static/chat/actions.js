@@ -66,6 +66,8 @@ export class ActionError extends Error {}
  */
 export async function runSuggestedAction(action, tray) {
   if (action.handler === "server") {
+    // the server acts on the proposal now: a preview still open in the panel would go stale
+    if (tray.panel?.isOpen) tray.panel.close();
     tray.send(action.label, "action_executed", {
       action_identifier: action.action,
       action_data: action.data ?? null,
