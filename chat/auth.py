@@ -5,7 +5,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 from channels.auth import AuthMiddlewareStack
-from channels.db import database_sync_to_async
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
@@ -19,11 +18,14 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
     return None
 
 
-@database_sync_to_async
-def _token_user(key: str) -> Any:
+async def user_for_authorization(header: str) -> Any:
+    """The active user of an `Authorization: Token <key>` header, or None (websocket and HTTP share this)."""
     from rest_framework.authtoken.models import Token
 
-    token = Token.objects.select_related("user").filter(key=key).first()
+    kind, _, key = header.partition(" ")
+    if kind.lower() != "token" or not key.strip():
+        return None
+    token = await Token.objects.select_related("user").filter(key=key.strip()).afirst()
     return token.user if token is not None and token.user.is_active else None
 
 
@@ -49,8 +51,7 @@ class TokenOrSessionAuthMiddleware:
             return await self.inner(scope, receive, send)
         auth = _header(scope, b"authorization")
         if auth:
-            kind, _, key = auth.partition(" ")
-            user = await _token_user(key.strip()) if kind.lower() == "token" and key.strip() else None
+            user = await user_for_authorization(auth)
             if user is None:
                 return await WebsocketDenier()(scope, receive, send)
             return await self.inner({**scope, "user": user, "auth": "token"}, receive, send)

@@ -101,8 +101,6 @@ async def run_for_user(*, user: Any, run_id: str) -> Run:
 
 def run_complete_payload(*, run: Run, user: Any) -> dict[str, Any] | None:
     """The terminal event of a finished run rebuilt from the database (when its log has expired)."""
-    from chat.rendering import render_markdown
-
     msg = run.assistant_message or Message.objects.filter(run=run, role=Message.Role.ASSISTANT).first()  # swept runs
     if msg is None:
         return None

@@ -520,8 +520,8 @@ class _Turn:
         await sync_to_async(_assistant_flush)(message_id=self.prep.assistant_message_id, content=text, provider_messages=provider_messages)
 
     def _provider_messages(self) -> list[dict[str, Any]]:
-        msgs = [m for m in self.state.messages]
-        return msgs
+        """A copy: a flush serialises it in a thread while the loop keeps appending."""
+        return list(self.state.messages)
 
     # -- the run --
     def _prepare(self) -> TurnPlan:

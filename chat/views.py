@@ -12,12 +12,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chat import selectors, services
+from chat.auth import user_for_authorization
 from chat.events import ChatSend, FrameError, parse_frame
 from chat.models import Conversation, Message
 from chat.runs import ResyncRequired, manager
@@ -36,13 +37,8 @@ async def _authenticate(request: HttpRequest) -> tuple[Any, JsonResponse | None]
     """A DRF token or the session (then with the CSRF check a browser form would get)."""
     auth = request.headers.get("Authorization", "")
     if auth:
-        from rest_framework.authtoken.models import Token
-
-        kind, _, key = auth.partition(" ")
-        token = await Token.objects.select_related("user").filter(key=key.strip()).afirst() if kind.lower() == "token" else None
-        if token is None or not token.user.is_active:
-            return None, _error("unauthorized", "invalid token")
-        return token.user, None
+        user = await user_for_authorization(auth)
+        return (user, None) if user is not None else (None, _error("unauthorized", "invalid token"))
     user = await request.auser()
     if not user.is_authenticated:
         return None, _error("unauthorized", "authentication required")

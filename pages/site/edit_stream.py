@@ -6,7 +6,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from chat.agent.types import ToolContext
 from pages.models import Article
 from pages.registry import ClientAction, PageSpec, TabSpec, register_page
 from pages.site.common import describe_stream, owned_stream

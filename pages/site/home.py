@@ -7,7 +7,7 @@ from django.db import transaction
 from pydantic import BaseModel, Field
 
 from pages.models import Channel, ResearchStream
-from pages.registry import ClientAction, PageSpec, ServerAction, ServerActionResult, register_page
+from pages.registry import PageSpec, ServerAction, ServerActionResult, register_page
 from pages.site.common import THERAPEUTIC_AREAS
 from payloads.registry import registry as payloads
 from payloads.spec import PayloadSpec
