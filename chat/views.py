@@ -8,6 +8,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
+from django.urls import reverse
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
@@ -91,6 +92,26 @@ def _endpoint(view: Callable[..., Awaitable[HttpResponse]]) -> Callable[..., Awa
             return _error(exc.code, exc.message)
 
     return csrf_exempt(wrapper)  # CSRF is enforced in _authenticate for session users only
+
+
+@require_GET
+async def api_root(request: HttpRequest) -> HttpResponse:
+    """GET <api>/: where the endpoints are (for programs; the tray gets the same from its config)."""
+    return JsonResponse({
+        "protocol": 1,
+        "websocket": reverse("pagechat:websocket"),
+        "chat": reverse("pagechat:chat"),
+        "chat_stream": reverse("pagechat:chat-stream"),
+        "conversations": reverse("pagechat:conversation-list"),
+    })
+
+
+async def websocket_info(request: HttpRequest) -> HttpResponse:
+    """<api>/ws/ over plain HTTP: the websocket lives here; answer 426 Upgrade Required."""
+    response = _error("bad_frame", "this address takes a websocket connection")
+    response.status_code = 426
+    response["Upgrade"] = "websocket"
+    return response
 
 
 @require_POST

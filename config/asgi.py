@@ -6,14 +6,14 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter  # noqa: E402
 
-from chat.auth import TokenOrSessionAuthMiddleware  # noqa: E402
-from chat.routing import websocket_urlpatterns  # noqa: E402
+from chat.asgi import websocket_application  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": TokenOrSessionAuthMiddleware(URLRouter(websocket_urlpatterns)),
+        # the tray uses the reversed route (/api/ws/); /ws/chat/ is protocol v1's documented address for programs
+        "websocket": websocket_application(extra_paths=["ws/chat/"]),
     }
 )

@@ -6,6 +6,7 @@ from typing import Any
 from django import template
 from django.conf import settings
 from django.middleware.csrf import get_token
+from django.urls import reverse
 from django.template.base import FilterExpression, Parser, Token, token_kwargs
 from django.template.context import Context
 from django.utils.module_loading import import_string
@@ -29,8 +30,8 @@ def tray_config(request: Any, user: Any, page: str, page_context: dict[str, Any]
     return {
         "page": page,
         "context": {**(page_context or {}), "current_page": page},
-        "ws_url": "/ws/chat/",
-        "api_base": "/api/",
+        "ws_url": reverse("pagechat:websocket"),
+        "api_base": reverse("pagechat:root"),
         "is_staff": bool(getattr(user, "is_staff", False)),
         "offline": provider_is_offline(),
         "user": getattr(user, "get_username", lambda: "")(),

@@ -30,7 +30,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 ROOT = Path(__file__).resolve().parents[2]
-STATIC_ROOT = ROOT / "static"
+STATIC_ROOTS = (ROOT / "chat" / "static", ROOT / "static")  # the app's static files, then the site's
 CONTENT_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".png": "image/png", ".svg": "image/svg+xml"}
 
 Script = Callable[["FakeRun", dict[str, Any]], Awaitable[None]]
@@ -460,9 +460,9 @@ def _make_http_handler(server: FakeProtocolServer) -> type[BaseHTTPRequestHandle
             url = urlsplit(self.path)
             path = url.path
             if path.startswith("/static/"):
-                file = (STATIC_ROOT / path.removeprefix("/static/")).resolve()
-                if STATIC_ROOT in file.parents and file.is_file():
-                    self._send(200, file.read_bytes(), CONTENT_TYPES.get(file.suffix, "application/octet-stream"))
+                found = [f for r in STATIC_ROOTS if r in (f := (r / path.removeprefix("/static/")).resolve()).parents and f.is_file()]
+                if found:
+                    self._send(200, found[0].read_bytes(), CONTENT_TYPES.get(found[0].suffix, "application/octet-stream"))
                 else:
                     self._send(404, b"not found", "text/plain")
             elif path == "/harness/page.js":

@@ -55,7 +55,7 @@ class WsProxy:
         self.held: list[tuple[WebSocketRoute, str]] = []
 
     def attach(self, page: Page) -> "WsProxy":
-        page.route_web_socket(re.compile(r"/ws/chat/$"), self._handle)
+        page.route_web_socket(re.compile(r"/api/ws/$"), self._handle)
         return self
 
     def _handle(self, ws: WebSocketRoute) -> None:

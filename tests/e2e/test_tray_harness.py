@@ -118,7 +118,7 @@ def test_template_tag_renders_config_and_assets(rf: Any, settings: Any) -> None:
     config = json.loads(re.search(r'<script id="chat-tray-config" type="application/json">(.*?)</script>', html).group(1))
     assert config["page"] == "reports"
     assert config["context"] == {"report_id": 3, "evil": "</script>", "current_page": "reports"}
-    assert config["ws_url"] == "/ws/chat/" and config["api_base"] == "/api/"
+    assert config["ws_url"] == "/api/ws/" and config["api_base"] == "/api/"
     assert config["is_staff"] is True and config["user"] == "alice" and config["offline"] is False
     assert config["csrf_token"]
 
