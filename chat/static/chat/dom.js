@@ -58,10 +58,40 @@ export function icon(pathData, cls = "chat-icon") {
   return svg;
 }
 
-export const ICONS = {
+/** Built-in icons by name (stroked 24x24 paths); payload renderers may name one as their `icon`. */
+export const ICONS = Object.freeze({
   chat: "M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z",
   tool: "M14.7 6.3a4 4 0 0 0-5.4 5.1L3 17.7 6.3 21l6.3-6.3a4 4 0 0 0 5.1-5.4l-2.6 2.6-2.4-.6-.6-2.4z",
-};
+  search: "M11 4a7 7 0 1 0 0 14a7 7 0 1 0 0-14zM21 21l-5-5",
+  article: "M6 2h9l5 5v15H6zM14 2v6h6M9 13h8M9 17h8",
+  form: "M4 4h16v16H4zM8 9h8M8 13h8M8 17h5",
+  list: "M8 6h13M8 12h13M8 18h13M3 6h.01M3 12h.01M3 18h.01",
+  chart: "M4 20V10M10 20V4M16 20v-8M22 20H2",
+  filter: "M3 4h18l-7 9v6l-4 2v-8z",
+  check: "M20 6L9 17l-5-5",
+  warning: "M12 3l10 18H2zM12 10v5M12 18h.01",
+  link: "M10 14a5 5 0 0 0 7 0l3-3a5 5 0 0 0-7-7l-1 1M14 10a5 5 0 0 0-7 0l-3 3a5 5 0 0 0 7 7l1-1",
+  globe: "M12 2a10 10 0 1 0 0 20a10 10 0 1 0 0-20zM2 12h20M12 2a15 15 0 0 1 0 20M12 2a15 15 0 0 0 0 20",
+  data: "M4 6c0-1.7 3.6-3 8-3s8 1.3 8 3-3.6 3-8 3-8-1.3-8-3zM4 6v12c0 1.7 3.6 3 8 3s8-1.3 8-3V6M4 12c0 1.7 3.6 3 8 3s8-1.3 8-3",
+});
+
+const PATH_DATA = /^[MmLlHhVvCcSsQqTtAaZz0-9.,\s+-]+$/;
+
+/** Throw a TypeError unless `value` is a built-in icon name, SVG path data or an Element. */
+export function checkIcon(value) {
+  if (typeof value === "string" && (Object.hasOwn(ICONS, value) || (PATH_DATA.test(value) && /^\s*[Mm]/.test(value)))) return value;
+  if (typeof Element !== "undefined" && value instanceof Element) return value;
+  throw new TypeError(`pagechat: icon must be one of ${Object.keys(ICONS).join(", ")}, SVG path data, or an Element`);
+}
+
+/** The node for an `icon` option (a fresh copy each time), or null. */
+export function iconNode(value, cls = "chat-icon") {
+  if (value === undefined || value === null) return null;
+  if (typeof value === "string") return icon(ICONS[value] ?? value, cls);
+  const node = value.cloneNode(true);
+  node.setAttribute?.("aria-hidden", "true");
+  return node;
+}
 
 /** Pretty JSON for display as text (never as HTML). */
 export function jsonText(value) {

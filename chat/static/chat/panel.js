@@ -2,18 +2,20 @@
  * The floating panel beside the tray: custom payload cards (with Accept/Reject) and the
  * staff diagnostics view. One panel at a time; opening another replaces it.
  */
-import { h, button, jsonText } from "./dom.js";
+import { h, button, iconNode, jsonText } from "./dom.js";
 import { findPayloadHandler } from "./registry.js";
+import { fallbackCard } from "./payloads.js";
 
 export class FloatingPanel {
   constructor(host) {
     this.title = h("h2", { class: "chat-panel__title", id: "chat-panel-title", tabindex: "-1" });
+    this.icon = h("span", { class: "chat-panel__icon", hidden: true });
     this.body = h("div", { class: "chat-panel__body" });
     this.footer = h("div", { class: "chat-panel__footer" });
     this.el = h(
       "section",
       { class: "chat-panel", role: "dialog", "aria-labelledby": "chat-panel-title", hidden: true },
-      h("header", { class: "chat-panel__header" }, this.title, button("×", () => this.close(), { cls: "chat-icon-btn", ariaLabel: "Close panel" })),
+      h("header", { class: "chat-panel__header" }, this.icon, this.title, button("×", () => this.close(), { cls: "chat-icon-btn", ariaLabel: "Close panel" })),
       this.body,
       this.footer,
     );
@@ -25,12 +27,15 @@ export class FloatingPanel {
     return !this.el.hidden;
   }
 
-  /** Show content: {title, width, body: Node, buttons: [{label, cls, onClick}], kind}. */
-  open({ title, width = null, body, buttons = [], kind = "payload" }) {
+  /** Show content: {title, icon, width, body: Node, buttons: [{label, cls, onClick}], kind}. */
+  open({ title, icon = null, width = null, body, buttons = [], kind = "payload" }) {
     if (!this.isOpen) this.returnFocus = document.activeElement;
     this.el.dataset.kind = kind;
     this.el.style.setProperty("--chat-panel-width", width || "");
     this.title.textContent = title;
+    const iconEl = iconNode(icon, "chat-icon chat-panel__icon-svg");
+    this.icon.replaceChildren(...(iconEl ? [iconEl] : []));
+    this.icon.hidden = !iconEl;
     this.body.replaceChildren(body);
     this.footer.replaceChildren(...buttons.map((b) => button(b.label, b.onClick, { cls: b.cls })));
     this.footer.hidden = buttons.length === 0;
@@ -55,8 +60,8 @@ export function payloadOpensPanel(payload) {
 }
 
 /**
- * Open a custom payload in the panel. Unknown types show their data as JSON so a user can
- * still see what the assistant proposed.
+ * Open a custom payload in the panel. Types without a renderer get the generic fallback card,
+ * so a user can still see what the assistant proposed.
  */
 export function showPayload(panel, payload, tray) {
   const handler = findPayloadHandler(payload.type);
@@ -64,7 +69,7 @@ export function showPayload(panel, payload, tray) {
   const data = payload.data;
   let body;
   try {
-    body = hasRender ? handler.render(data, payload) : h("pre", { class: "chat-pre" }, jsonText(data));
+    body = hasRender ? handler.render(data, payload) : fallbackCard(payload);
     if (!(body instanceof Node)) body = h("div", {}, String(body ?? ""));
   } catch (err) {
     console.error(`chat tray: payload handler ${payload.type} failed to render`, err);
@@ -92,6 +97,7 @@ export function showPayload(panel, payload, tray) {
   const container = h("div", { class: "chat-payload", dataset: { payloadType: String(payload.type) } }, body);
   panel.open({
     title: (hasRender && handler.title) || String(payload.type || "Details"),
+    icon: hasRender ? handler.icon : "data",
     width: hasRender ? handler.width : null,
     body: container,
     buttons,

@@ -1,31 +1,47 @@
 /**
- * WebSocket client for protocol v1. It knows nothing about runs: it connects lazily,
- * reconnects with capped exponential backoff while the tray still needs it, queues frames
- * sent while closed, and lets the tray re-establish its state (resend / resume) first on
- * every open before the queue is flushed.
+ * The websocket transport of protocol v1. It knows nothing about runs: it connects lazily,
+ * reconnects with capped exponential backoff while its owner still needs it, queues frames
+ * sent while closed, and lets the owner re-establish its state (resend / resume) first on
+ * every open, before the queue is flushed.
+ *
+ * No DOM: the WebSocket class, timers and randomness can be injected, so it runs under Node.
  */
 
-const BASE_DELAY_MS = 250;
-const MAX_DELAY_MS = 5000;
-const MAX_ATTEMPTS = 12; // about 45 s of trying before the tray is told to give up
+// WebSocket.readyState values (not read from a global WebSocket, which Node 20 lacks).
+const CONNECTING = 0;
+const OPEN = 1;
 
-/** Turn "/ws/chat/" into ws(s)://host/ws/chat/; absolute ws(s) URLs pass through. */
-export function resolveSocketUrl(url) {
+export const BACKOFF = Object.freeze({
+  baseMs: 250,
+  maxMs: 5000,
+  maxAttempts: 12, // about 45 s of trying before the owner is told to give up
+});
+
+/** Turn "/api/ws/" into ws(s)://host/api/ws/ for `location`; absolute ws(s) URLs pass through. */
+export function resolveSocketUrl(url, location = globalThis.location) {
   if (/^wss?:\/\//i.test(url)) return url;
-  const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
-  return `${scheme}//${window.location.host}${url.startsWith("/") ? "" : "/"}${url}`;
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}${url.startsWith("/") ? "" : "/"}${url}`;
 }
 
 export class ChatSocket {
   /**
    * @param {string} url
-   * @param {{onEvent(msg), onOpen(), onStateChange(state), wantsConnection(): boolean, onGiveUp()}} hooks
+   * @param {{onMessage(msg), onOpen(), onStateChange(state), wantsConnection(): boolean, onGiveUp()}} hooks
    *   onOpen runs before queued frames are flushed; wantsConnection decides whether a dropped
-   *   socket is worth reconnecting (an active run or queued frames); onGiveUp runs when
-   *   reconnecting failed too many times in a row.
+   *   socket is worth reconnecting (queued frames always are); onGiveUp runs when reconnecting
+   *   failed `maxAttempts` times in a row.
+   * @param {{WebSocket?, setTimeout?, clearTimeout?, random?, location?, backoff?, logger?}} env
+   *   injectable environment (defaults: the globals).
    */
-  constructor(url, hooks) {
-    this.url = resolveSocketUrl(url);
+  constructor(url, hooks, env = {}) {
+    this.WebSocket = env.WebSocket ?? globalThis.WebSocket;
+    this.setTimeout = env.setTimeout ?? globalThis.setTimeout.bind(globalThis);
+    this.clearTimeout = env.clearTimeout ?? globalThis.clearTimeout.bind(globalThis);
+    this.random = env.random ?? Math.random;
+    this.backoff = { ...BACKOFF, ...(env.backoff || {}) };
+    this.logger = env.logger ?? console;
+    this.url = resolveSocketUrl(url, env.location ?? globalThis.location);
     this.hooks = hooks;
     this.ws = null;
     this.outbox = [];
@@ -35,20 +51,20 @@ export class ChatSocket {
   }
 
   get isOpen() {
-    return this.ws !== null && this.ws.readyState === WebSocket.OPEN;
+    return this.ws !== null && this.ws.readyState === OPEN;
   }
 
   /** Open the socket if it is not open or opening already. */
   connect() {
-    if (this.ws && (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING)) return;
-    clearTimeout(this.timer);
+    if (this.ws && (this.ws.readyState === OPEN || this.ws.readyState === CONNECTING)) return;
+    this.clearTimeout(this.timer);
     this.timer = null;
     this.setState(this.attempts ? "reconnecting" : "connecting");
     let ws;
     try {
-      ws = new WebSocket(this.url);
+      ws = new this.WebSocket(this.url);
     } catch (err) {
-      console.error("chat socket: cannot connect", err);
+      this.logger.error("chat socket: cannot connect", err);
       this.scheduleReconnect();
       return;
     }
@@ -67,10 +83,10 @@ export class ChatSocket {
       try {
         msg = JSON.parse(event.data);
       } catch {
-        console.warn("chat socket: ignoring a non-JSON frame");
+        this.logger.warn("chat socket: ignoring a non-JSON frame");
         return;
       }
-      this.safely(() => this.hooks.onEvent(msg));
+      this.safely(() => this.hooks.onMessage(msg));
     });
     ws.addEventListener("close", () => {
       if (this.ws !== ws) return;
@@ -91,7 +107,7 @@ export class ChatSocket {
     }
   }
 
-  /** Send only if open; frames the tray rebuilds itself on open (send, resume) use this. */
+  /** Send only if open; frames the owner rebuilds itself on open (send, resume) use this. */
   sendNow(frame) {
     if (!this.isOpen) return false;
     this.ws.send(JSON.stringify(frame));
@@ -100,7 +116,7 @@ export class ChatSocket {
 
   /** Close for good (tests and page unload); no reconnect. */
   close() {
-    clearTimeout(this.timer);
+    this.clearTimeout(this.timer);
     this.timer = null;
     this.outbox = [];
     const ws = this.ws;
@@ -110,18 +126,20 @@ export class ChatSocket {
   }
 
   scheduleReconnect() {
-    if (this.attempts >= MAX_ATTEMPTS) {
+    const { baseMs, maxMs, maxAttempts } = this.backoff;
+    if (this.attempts >= maxAttempts) {
       this.attempts = 0;
       this.outbox = [];
       this.setState("idle");
       this.safely(() => this.hooks.onGiveUp?.());
       return;
     }
-    const delay = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** this.attempts) * (0.75 + Math.random() * 0.5);
+    // Jitter (x0.75 .. x1.25) so many tabs that lost the same server do not return in step.
+    const delay = Math.min(maxMs, baseMs * 2 ** this.attempts) * (0.75 + this.random() * 0.5);
     this.attempts += 1;
     this.setState("reconnecting");
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
+    this.clearTimeout(this.timer);
+    this.timer = this.setTimeout(() => {
       this.timer = null;
       this.connect();
     }, delay);
@@ -138,7 +156,7 @@ export class ChatSocket {
     try {
       fn();
     } catch (err) {
-      console.error("chat socket: handler failed", err);
+      this.logger.error("chat socket: handler failed", err);
     }
   }
 }

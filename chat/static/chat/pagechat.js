@@ -1,0 +1,60 @@
+/**
+ * The tray's public JavaScript API (docs/tray.md). Two ways in, the same functions:
+ *
+ *   // an ES module of the host (its URL relative to this file's, e.g. from /static/myapp/x.js):
+ *   import { registerPayloadRenderer } from "../chat/pagechat.js";
+ *
+ *   // any script that runs after the tray's module (e.g. a `defer` script after the tray tag),
+ *   // or inside a "pagechat:ready" listener:
+ *   window.pagechat.registerPayloadRenderer("my_type", (data, payload) => node, { title: "Mine" });
+ *
+ * registerPayloadRenderer(type, renderer, options)  a card for a payload type (options: title,
+ *                                                   icon, width, onAccept, onReject)
+ * registerClientAction(name, fn)                    a client action fn(data, {tray, send, action})
+ * registerPageHandlers({payloadHandlers, clientActions})  several at once, for one page
+ * registerPayloadHandler(type, handler)             one page handler (wins over renderers)
+ * setContext(values)                                merged into the context of the next messages
+ * getTray() / onTrayReady(callback)                 the tray controller (open, close, send, ...)
+ * ICONS                                             the built-in icon names
+ *
+ * Events, dispatched on the tray's root element and bubbling to `document`:
+ *   "pagechat:ready" {tray}, "pagechat:reply" {message}, "pagechat:payload-outcome" {payload, outcome}.
+ */
+import {
+  getContext,
+  getTray,
+  onTrayReady,
+  registerClientAction,
+  registerPageHandlers,
+  registerPayloadHandler,
+  registerPayloadRenderer,
+  setContext,
+} from "./registry.js";
+import { ICONS } from "./dom.js";
+
+export {
+  getContext,
+  getTray,
+  onTrayReady,
+  registerClientAction,
+  registerPageHandlers,
+  registerPayloadHandler,
+  registerPayloadRenderer,
+  setContext,
+  ICONS,
+};
+
+/** The same API as a global, for hosts without ES modules of their own. */
+export const api = Object.freeze({
+  getContext,
+  getTray,
+  onTrayReady,
+  registerClientAction,
+  registerPageHandlers,
+  registerPayloadHandler,
+  registerPayloadRenderer,
+  setContext,
+  ICONS,
+});
+
+if (typeof window !== "undefined" && !window.pagechat) window.pagechat = api;
