@@ -67,6 +67,46 @@ setContext({ active_tab: "semantic" });
 onTrayReady(() => { window.__trayReady = true; });
 """
 
+# A host's own classic (non-module) script, loaded with `defer` after the tray tag: it uses only
+# the global API, registers a renderer with a header icon and Accept/Reject, and listens to the
+# tray's events.
+HOST_SCRIPT = """
+(function () {
+  var api = window.pagechat;
+  window.__hostEvents = [];
+  ["pagechat:reply", "pagechat:payload-outcome"].forEach(function (name) {
+    document.addEventListener(name, function (e) {
+      window.__hostEvents.push(name + ":" + (e.detail.outcome || e.detail.message.status));
+    });
+  });
+  api.registerPayloadRenderer("host_chart", function (data, payload) {
+    var figure = document.createElement("figure");
+    figure.className = "host-chart";
+    (data.points || []).forEach(function (p) {
+      var row = document.createElement("div");
+      row.className = "host-chart__bar";
+      row.textContent = p.label + ": " + p.value;
+      figure.append(row);
+    });
+    return figure;
+  }, {
+    title: "Host chart",
+    icon: "chart",
+    width: "380px",
+    onAccept: function (data, payload) { window.__hostAccepted = payload.payload_id; },
+    onReject: function () { return false; },  // keeps the panel open, outcome unrecorded
+  });
+  var errors = [];
+  try { api.registerPayloadRenderer("bad", "not a function"); } catch (e) { errors.push(e.name); }
+  try { api.registerPayloadRenderer("bad", function () {}, { onAcept: function () {} }); } catch (e) { errors.push(e.name); }
+  try { api.registerPayloadRenderer("bad", function () {}, { icon: "<svg onload=x>" }); } catch (e) { errors.push(e.name); }
+  window.__hostRegistrationErrors = errors;
+})();
+"""
+
+# The site's own renderers, as the demo's base template loads them (only the public API).
+SITE_RENDERERS = "/static/pages/chat_renderers.js"
+
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -418,6 +458,10 @@ def render_page(server: FakeProtocolServer, query: dict[str, list[str]], path: s
     tray = render_to_string("chat/tray.html", {"config": config, "csp_nonce": nonce})
     order = query.get("page_script", ["before"])[0]
     page_script = f'<script type="module" src="/harness/page.js" nonce="{nonce}"></script>'
+    site_scripts = (
+        f'<script type="module" src="{SITE_RENDERERS}" nonce="{nonce}"></script>\n'
+        f'<script defer src="/harness/host.js" nonce="{nonce}"></script>'
+    )
     html = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Harness {path}</title><link rel="icon" href="data:,">{page_script if order == "before" else ""}</head>
@@ -429,6 +473,7 @@ def render_page(server: FakeProtocolServer, query: dict[str, list[str]], path: s
   <p>Active tab: <span id="active-tab">semantic</span></p>
 </main>
 {tray}
+{site_scripts}
 {page_script if order == "after" else ""}
 </body></html>"""
     return html, nonce
@@ -467,6 +512,8 @@ def _make_http_handler(server: FakeProtocolServer) -> type[BaseHTTPRequestHandle
                     self._send(404, b"not found", "text/plain")
             elif path == "/harness/page.js":
                 self._send(200, PAGE_SCRIPT.encode(), "text/javascript")
+            elif path == "/harness/host.js":
+                self._send(200, HOST_SCRIPT.encode(), "text/javascript")
             elif path == "/api/conversations/":
                 items = [{k: c[k] for k in ("id", "title", "page", "updated_at")} for c in server.conversations.values()]
                 self._json(200, sorted(items, key=lambda c: c["id"], reverse=True))
