@@ -5,6 +5,7 @@ from typing import Any
 
 from django import template
 from django.conf import settings
+from django.middleware.csp import get_nonce
 from django.middleware.csrf import get_token
 from django.urls import reverse
 from django.template.base import FilterExpression, Parser, Token, token_kwargs
@@ -56,8 +57,21 @@ class ChatTrayNode(template.Node):
             raise template.TemplateSyntaxError("chat_tray: context= must be a dict")
         tray = context.template.engine.get_template(TRAY_TEMPLATE)
         return tray.render(
-            context.new({"config": tray_config(request, user, page, page_context), "csp_nonce": context.get("csp_nonce")})
+            context.new({"config": tray_config(request, user, page, page_context), "csp_nonce": csp_nonce(context, request)})
         )
+
+
+def csp_nonce(context: Context, request: Any) -> str:
+    """The request's CSP nonce as a string, or "" on a site without Django's CSP middleware.
+
+    From the context processor when the host has it, else from the middleware's request
+    attribute. Django's LazyNonce is falsy until first read, so it is tested against None
+    and read here: the script tag needs it whether or not the page used it before.
+    """
+    nonce = context.get("csp_nonce")
+    if nonce is None and request is not None:
+        nonce = get_nonce(request)
+    return "" if nonce is None else str(nonce)
 
 
 @register.tag("chat_tray")
