@@ -28,6 +28,7 @@ run: $(STAMP)
 	$(PY) manage.py runserver 127.0.0.1:8000
 
 test: $(STAMP) chromium
+	node --test tests/js/
 	$(PY) -m pytest -q
 
 test-services: $(STAMP) chromium
