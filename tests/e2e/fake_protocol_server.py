@@ -458,10 +458,9 @@ def render_page(server: FakeProtocolServer, query: dict[str, list[str]], path: s
     tray = render_to_string("chat/tray.html", {"config": config, "csp_nonce": nonce})
     order = query.get("page_script", ["before"])[0]
     page_script = f'<script type="module" src="/harness/page.js" nonce="{nonce}"></script>'
-    site_scripts = (
-        f'<script type="module" src="{SITE_RENDERERS}" nonce="{nonce}"></script>\n'
-        f'<script defer src="/harness/host.js" nonce="{nonce}"></script>'
-    )
+    # As the demo's include: the site's renderers before the tray; a host's classic script after it.
+    site_renderers = f'<script type="module" src="{SITE_RENDERERS}" nonce="{nonce}"></script>'
+    host_script = f'<script defer src="/harness/host.js" nonce="{nonce}"></script>'
     html = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Harness {path}</title><link rel="icon" href="data:,">{page_script if order == "before" else ""}</head>
@@ -472,8 +471,9 @@ def render_page(server: FakeProtocolServer, query: dict[str, list[str]], path: s
   <label>Stream name <input id="stream-name" value="old name"></label>
   <p>Active tab: <span id="active-tab">semantic</span></p>
 </main>
+{site_renderers}
 {tray}
-{site_scripts}
+{host_script}
 {page_script if order == "after" else ""}
 </body></html>"""
     return html, nonce
