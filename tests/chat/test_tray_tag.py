@@ -64,5 +64,7 @@ def test_the_nonce_in_the_tag_is_the_one_in_the_response_header(rf: RequestFacto
     request = _request(rf, csp=True)
     middleware = ContentSecurityPolicyMiddleware(lambda r: HttpResponse(TAG.render(RequestContext(r, {}))))
     response = middleware(request)
-    nonce = re.search(r' nonce="([^"]+)"', response.content.decode()).group(1)
+    match = re.search(r' nonce="([^"]+)"', response.content.decode())
+    assert match
+    nonce = match.group(1)
     assert f"'nonce-{nonce}'" in response.headers["Content-Security-Policy"]
