@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.conf import settings
-from django.urls import reverse
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.urls import reverse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
@@ -20,21 +20,24 @@ from rest_framework.views import APIView
 
 from chat import selectors, services
 from chat.auth import user_for_authorization
-from chat.events import ChatSend, FrameError, parse_frame
+from chat.conf import chat_settings
+from chat.errors import ErrorCode, ServiceError, error_code, http_status
+from chat.events import ChatSend, FrameError, error_event, parse_frame
 from chat.models import Conversation, Message
+from chat.rendering import render_markdown
 from chat.runs import ResyncRequired, manager
 
-HTTP_STATUS = {
-    "bad_json": 400, "bad_frame": 400, "unknown_type": 400, "too_large": 413, "not_found": 404, "busy": 409,
-    "rate_limited": 429, "action_rejected": 403, "unauthorized": 401, "resync": 410,
-}
+
+def _error_response(error: FrameError) -> HttpResponse:
+    """Every HTTP error body is a frame-level error (chat.events), with its code's HTTP status."""
+    return HttpResponse(error.wire(), status=http_status(error.code), content_type="application/json")
 
 
-def _error(code: str, message: str) -> JsonResponse:
-    return JsonResponse({"type": "error", "code": code, "message": message}, status=HTTP_STATUS.get(code, 500))
+def _error(code: ErrorCode, message: str) -> HttpResponse:
+    return _error_response(error_event(code, message))
 
 
-async def _authenticate(request: HttpRequest) -> tuple[Any, JsonResponse | None]:
+async def _authenticate(request: HttpRequest) -> tuple[Any, HttpResponse | None]:
     """A DRF token or the session (then with the CSRF check a browser form would get)."""
     auth = request.headers.get("Authorization", "")
     if auth:
@@ -54,16 +57,17 @@ def _send_frame(body: bytes) -> ChatSend | FrameError:
     try:
         data = json.loads(body or b"{}")
     except (ValueError, RecursionError):
-        return FrameError(code="bad_json", message="body is not valid JSON")
-    if isinstance(data, dict):
-        data.setdefault("type", "chat.send")
-    frame = parse_frame(json.dumps(data), settings.CHAT_MAX_FRAME_BYTES) if isinstance(data, dict) else FrameError(code="bad_frame", message="body must be a JSON object")
+        return error_event("bad_json", "body is not valid JSON")
+    if not isinstance(data, dict):
+        return error_event("bad_frame", "body must be a JSON object")
+    data.setdefault("type", "chat.send")
+    frame = parse_frame(json.dumps(data), chat_settings.CHAT_MAX_FRAME_BYTES)
     if not isinstance(frame, (ChatSend, FrameError)):
-        return FrameError(code="unknown_type", message="this endpoint takes chat.send")
+        return error_event("unknown_type", "this endpoint takes chat.send")
     return frame
 
 
-async def _sse(user: Any, run_id: str, after_seq: int) -> AsyncIterator[str]:
+async def _sse(user: AbstractBaseUser, run_id: str, after_seq: int) -> AsyncIterator[str]:
     try:
         async for seq, data in manager.follow(run_id, after_seq):
             yield f"id: {run_id}:{seq}\ndata: {data}\n\n"
@@ -88,7 +92,7 @@ def _endpoint(view: Callable[..., Awaitable[HttpResponse]]) -> Callable[..., Awa
             return refused
         try:
             return await view(request, user, *args, **kwargs)
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             return _error(exc.code, exc.message)
 
     return csrf_exempt(wrapper)  # CSRF is enforced in _authenticate for session users only
@@ -120,7 +124,7 @@ async def chat_stream(request: HttpRequest, user: Any) -> HttpResponse:
     """POST /api/chat/stream: start a turn and stream its events as SSE."""
     frame = _send_frame(request.body)
     if isinstance(frame, FrameError):
-        return _error(frame.code, frame.message)
+        return _error_response(frame)
     started = await services.turn_start(user=user, frame=frame)
     return _sse_response(_sse(user, started.run_id, 0))
 
@@ -177,8 +181,6 @@ class MessageSerializer(serializers.ModelSerializer):
         return str(obj.run_id) if obj.run_id else None
 
     def get_message_html(self, obj: Message) -> str:
-        from chat.rendering import render_markdown
-
         return render_markdown(obj.content) if obj.role == Message.Role.ASSISTANT else ""
 
 
@@ -224,29 +226,31 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
 
 
 class ChatView(APIView):
-    """POST /api/chat: one non-streaming turn; the body of the final `complete` (or an error)."""
+    """POST /api/chat: one non-streaming turn; the body is the final `complete` event's payload (or an error)."""
 
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         frame = _send_frame(request.body)
         if isinstance(frame, FrameError):
-            return Response(frame.model_dump(exclude_none=True), status=HTTP_STATUS.get(frame.code, 400))
-        event = async_to_sync(_turn_to_completion)(request.user, frame)
-        if event["type"] == "complete":
-            return Response(event["payload"])
-        code = event.get("code", "cancelled")
-        return Response({"type": "error", "code": code, "message": event.get("message", "cancelled"), "run_id": event.get("run_id")},
-                        status=HTTP_STATUS.get(code, 502 if event["type"] == "error" else 409))
+            return _error_response(frame)
+        return async_to_sync(_turn_to_completion)(request.user, frame)
 
 
-async def _turn_to_completion(user: Any, frame: ChatSend) -> dict[str, Any]:
+async def _turn_to_completion(user: AbstractBaseUser, frame: ChatSend) -> HttpResponse:
+    """Run the turn and answer with its terminal event: `complete`'s payload, or the error it ended with."""
     try:
         started = await services.turn_start(user=user, frame=frame)
-    except services.ServiceError as exc:
-        return {"type": "error", "code": exc.code, "message": exc.message}
+    except ServiceError as exc:
+        return _error(exc.code, exc.message)
     last: str | None = None
     try:
         async for _seq, data in manager.follow(started.run_id, 0):
             last = data
     except ResyncRequired:
         last = await services.run_replay_or_resync(user=user, run_id=started.run_id, after_seq=0)
-    return json.loads(last) if last else {"type": "error", "code": "internal", "message": "no result"}
+    event: dict[str, Any] = json.loads(last) if last else {"type": "error", "code": "internal", "message": "no result"}
+    if event["type"] == "complete":
+        return JsonResponse(event["payload"])  # built by chat.events.complete_payload_build
+    if event["type"] == "cancelled":
+        return _error_response(error_event("cancelled", "the run was cancelled", run_id=started.run_id))
+    code = error_code(str(event.get("code", "internal")))
+    return _error_response(error_event(code, str(event.get("message") or ""), run_id=started.run_id))

@@ -93,9 +93,9 @@ class AnthropicProvider(Provider):
         return cls(
             api_key=settings.ANTHROPIC_API_KEY or None,
             base_url=settings.ANTHROPIC_BASE_URL,
-            max_retries=getattr(settings, "CHAT_PROVIDER_MAX_RETRIES", 3),
-            timeout=getattr(settings, "CHAT_PROVIDER_TIMEOUT", 60.0),
-            stall_timeout=getattr(settings, "CHAT_PROVIDER_STALL_TIMEOUT", 30.0),
+            max_retries=settings.CHAT_PROVIDER_MAX_RETRIES,
+            timeout=settings.CHAT_PROVIDER_TIMEOUT,
+            stall_timeout=settings.CHAT_PROVIDER_STALL_TIMEOUT,
         )
 
     def _get_client(self) -> anthropic.AsyncAnthropic:

@@ -92,7 +92,8 @@ class Provider(ABC):
 
     @classmethod
     def from_settings(cls, settings: Any) -> "Provider":
-        """Build the provider from Django settings (subclasses read what they need)."""
+        """Build the provider from the engine's settings (`chat.conf.chat_settings`: every CHAT_* with its default,
+        any other name read from Django's settings); subclasses read what they need."""
         return cls()
 
     @abstractmethod

@@ -4,12 +4,13 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
-from django.conf import settings
 from django.middleware.csrf import get_token
 from django.urls import reverse
 from django.template.base import FilterExpression, Parser, Token, token_kwargs
 from django.template.context import Context
 from django.utils.module_loading import import_string
+
+from chat.conf import chat_settings
 
 register = template.Library()
 
@@ -19,7 +20,7 @@ TRAY_TEMPLATE = "chat/tray.html"
 def provider_is_offline() -> bool:
     """True when the configured provider says it is the offline stand-in (the UI shows a note)."""
     try:
-        provider = import_string(settings.CHAT_PROVIDER)
+        provider = import_string(chat_settings.CHAT_PROVIDER)
     except ImportError:
         return False
     return bool(getattr(provider, "is_offline", False))

@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from chat import services
+from chat.turns import admission
 from chat.events import ChatSend
 from chat.models import Conversation, Message, Run, ToolCall
 from chat.providers import scripted as s
@@ -209,13 +210,13 @@ async def test_graceful_shutdown_checkpoints_a_run_that_does_not_finish(user: An
 async def test_a_cancelled_caller_does_not_orphan_its_run(user: Any, scripted: Any, monkeypatch: Any) -> None:
     """The socket or SSE request goes away while the message is being stored: the run still starts."""
     scripted.enqueue(s.text("answered anyway"))
-    original = services._turn_start_db
+    original = admission._turn_start_db
 
     def slow(*args: Any) -> Any:
         time.sleep(0.3)
         return original(*args)
 
-    monkeypatch.setattr(services, "_turn_start_db", slow)
+    monkeypatch.setattr(admission, "_turn_start_db", slow)
     frame = ChatSend(client_message_id="cm-orphan", message="hi")
     task = asyncio.create_task(services.turn_start(user=user, frame=frame))
     await asyncio.sleep(0.1)
