@@ -365,10 +365,38 @@ def error_event(code: ErrorCode, message: str | None = None, *, run_id: str | No
     """The one error builder: a run's terminal `error` when `seq` is given, else a frame-level refusal.
 
     `message` defaults to the code's meaning (chat/errors.py)."""
-    text = message or ERRORS[code].meaning
+    text = message or (ERRORS[code].meaning if code in ERRORS else "")  # an unknown code fails validation below
     if seq is not None:
         return ErrorEvent(run_id=run_id or "", seq=seq, conversation_id=conversation_id, code=code, message=text)
     return FrameError(code=code, message=text, run_id=run_id)
+
+
+# ---- the published schema -------------------------------------------------------------------------
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def protocol_schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schema (2020-12) of the protocol by file name: every server event (`oneOf`) and every client frame."""
+    return {
+        "events.schema.json": _schema(
+            SERVER_EVENTS, "serialization", "pagechat protocol v1: server events",
+            "Every frame the server sends on the websocket and as SSE `data:` (a run's events, with `seq`, and "
+            "frame-level errors, without). The body of POST /api/chat is CompletePayload; HTTP error bodies are FrameError."),
+        "frames.schema.json": _schema(
+            CLIENT_FRAMES, "validation", "pagechat protocol v1: client frames",
+            "Every frame a client sends on the websocket. POST /api/chat and /api/chat/stream take ChatSend's fields "
+            "(`type` may be left out there)."),
+    }
+
+
+def _schema(models: Sequence[type[BaseModel]], mode: Literal["validation", "serialization"], title: str,
+            description: str) -> dict[str, Any]:
+    from pydantic.json_schema import models_json_schema
+
+    refs, top = models_json_schema([(m, mode) for m in models], ref_template="#/$defs/{model}")
+    return {"$schema": SCHEMA_DIALECT, "title": title, "description": description,
+            "oneOf": [refs[(m, mode)] for m in models], "$defs": top["$defs"]}
 
 
 # ---- reading client frames ----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework import mixins, serializers, viewsets
+from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -233,6 +234,13 @@ class ChatView(APIView):
         if isinstance(frame, FrameError):
             return _error_response(frame)
         return async_to_sync(_turn_to_completion)(request.user, frame)
+
+    def handle_exception(self, exc: Exception) -> HttpResponse:
+        """DRF's own refusals answer like every chat endpoint: an error frame as the body."""
+        if isinstance(exc, (NotAuthenticated, AuthenticationFailed)):
+            return _error("unauthorized", str(exc.detail))
+        response: HttpResponse = super().handle_exception(exc)
+        return response
 
 
 async def _turn_to_completion(user: AbstractBaseUser, frame: ChatSend) -> HttpResponse:

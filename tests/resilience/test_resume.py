@@ -16,6 +16,7 @@ from django.test import AsyncClient
 from chat.providers import scripted as s
 from chat.runs import manager
 from tests.conftest import WS, token_for, ws_connect
+from tests.protocol import check_wire
 from tests.resilience.invariants import (
     FIGURES,
     InvariantError,
@@ -116,7 +117,7 @@ def parse_sse(raw: bytes) -> list[tuple[str | None, dict[str, Any]]]:
             if line.startswith("id: "):
                 ident = line[4:]
             elif line.startswith("data: "):
-                data = json.loads(line[6:])
+                data = check_wire(line[6:])
         if data is not None:
             out.append((ident, data))
     return out
