@@ -12,7 +12,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from chat import selectors, services
 from chat.conf import chat_settings
 from chat.errors import ServiceError
-from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, ClientFrame, FrameError, error_event, parse_frame
+from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameError, error_event, parse_frame
 from chat.limits import limiter
 from chat.runs import ResyncRequired, manager
 
@@ -59,7 +59,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.counted = True
         manager.ensure_background()
         self.followers: dict[str, asyncio.Task[Any]] = {}
-        self.handlers: dict[str, Callable[[ClientFrame], Awaitable[None]]] = {
+        self.handlers: dict[str, Callable[[Any], Awaitable[None]]] = {  # frame type -> handler of that frame
             "chat.send": self.on_send,
             "chat.cancel": self.on_cancel,
             "chat.resume": self.on_resume,

@@ -5,7 +5,7 @@ No other module defines a code: frames, HTTP bodies and stored runs all use `Err
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, cast, get_args
+from typing import Literal, get_args
 
 ErrorCode = Literal[
     # a frame or request the server could not take
@@ -51,7 +51,7 @@ ERRORS: dict[ErrorCode, ErrorInfo] = {
     "auth_error": ErrorInfo(502, "The model server refused the credentials."),
 }
 ERROR_CODES: frozenset[ErrorCode] = frozenset(get_args(ErrorCode))
-assert ERROR_CODES == frozenset(ERRORS), "every code has exactly one HTTP status"
+assert frozenset(ERRORS) == ERROR_CODES, "every code has exactly one HTTP status"
 
 
 def http_status(code: ErrorCode) -> int:
@@ -61,7 +61,7 @@ def http_status(code: ErrorCode) -> int:
 
 def error_code(value: str, fallback: ErrorCode = "internal") -> ErrorCode:
     """`value` if it is a code of the closed set (e.g. one stored on a run or raised by a provider), else `fallback`."""
-    return cast(ErrorCode, value) if value in ERROR_CODES else fallback
+    return value if value in ERROR_CODES else fallback
 
 
 class ServiceError(Exception):

@@ -351,7 +351,7 @@ RUN_EVENTS: tuple[type[RunEvent], ...] = (
     CompleteEvent, ErrorEvent, CancelledEvent,
 )
 SERVER_EVENTS: tuple[type[_Frame], ...] = (*RUN_EVENTS, FrameError)
-assert TERMINAL_TYPES == {m.model_fields["type"].default for m in RUN_EVENTS if m.terminal}
+assert {m.model_fields["type"].default for m in RUN_EVENTS if m.terminal} == TERMINAL_TYPES
 
 
 @overload

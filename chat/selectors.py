@@ -1,14 +1,16 @@
 """The reads, always scoped to the asking user where a user asks; someone else's id looks exactly like a missing one."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import QuerySet
 
 from chat.models import Conversation, Message
 from chat.prompt import StoredMessage
 from chat.runs.store import run_for_user
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 MANIFEST_LIMIT = 20
 PAYLOAD_SCAN_LIMIT = 200  # payloads older than the last 200 messages leave the manifest
@@ -19,11 +21,11 @@ __all__ = [
 ]
 
 
-def conversation_list(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
+def conversation_list(*, user: User) -> QuerySet[Conversation]:
     return Conversation.objects.filter(owner=user).order_by("-updated_at")
 
 
-def conversation_get(*, user: AbstractBaseUser, conversation_id: int) -> Conversation | None:
+def conversation_get(*, user: User, conversation_id: int) -> Conversation | None:
     return Conversation.objects.filter(pk=conversation_id, owner=user).first()
 
 

@@ -3,20 +3,18 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
-from django.urls import reverse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated
 from rest_framework.request import Request
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chat import selectors, services
@@ -28,6 +26,9 @@ from chat.models import Conversation, Message
 from chat.rendering import render_markdown
 from chat.runs import ResyncRequired, manager
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 
 def _error_response(error: FrameError) -> HttpResponse:
     """Every HTTP error body is a frame-level error (chat.events), with its code's HTTP status."""
@@ -36,6 +37,11 @@ def _error_response(error: FrameError) -> HttpResponse:
 
 def _error(code: ErrorCode, message: str) -> HttpResponse:
     return _error_response(error_event(code, message))
+
+
+def _csrf_probe(request: HttpRequest) -> HttpResponse:
+    """A view that is not csrf_exempt, for the CSRF middleware's check of a session user's request."""
+    return HttpResponse()
 
 
 async def _authenticate(request: HttpRequest) -> tuple[Any, HttpResponse | None]:
@@ -48,7 +54,7 @@ async def _authenticate(request: HttpRequest) -> tuple[Any, HttpResponse | None]
     if not user.is_authenticated:
         return None, _error("unauthorized", "authentication required")
     if request.method not in ("GET", "HEAD", "OPTIONS"):
-        refused = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, None, (), {})
+        refused = CsrfViewMiddleware(_csrf_probe).process_view(request, _csrf_probe, (), {})
         if refused is not None:
             return None, _error("unauthorized", "CSRF check failed")
     return user, None
@@ -68,7 +74,7 @@ def _send_frame(body: bytes) -> ChatSend | FrameError:
     return frame
 
 
-async def _sse(user: AbstractBaseUser, run_id: str, after_seq: int) -> AsyncIterator[str]:
+async def _sse(user: User, run_id: str, after_seq: int) -> AsyncIterator[str]:
     try:
         async for seq, data in manager.follow(run_id, after_seq):
             yield f"id: {run_id}:{seq}\ndata: {data}\n\n"
@@ -83,11 +89,11 @@ def _sse_response(stream: AsyncIterator[str]) -> StreamingHttpResponse:
     return response
 
 
-def _endpoint(view: Callable[..., Awaitable[HttpResponse]]) -> Callable[..., Awaitable[HttpResponse]]:
+def _endpoint(view: Callable[..., Coroutine[Any, Any, HttpResponseBase]]) -> Callable[..., Coroutine[Any, Any, HttpResponseBase]]:
     """Authenticate (token, or session + CSRF), call the view with the user, map refusals to JSON errors."""
 
     @functools.wraps(view)
-    async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         user, refused = await _authenticate(request)
         if refused:
             return refused
@@ -121,7 +127,7 @@ async def websocket_info(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @_endpoint
-async def chat_stream(request: HttpRequest, user: Any) -> HttpResponse:
+async def chat_stream(request: HttpRequest, user: User) -> HttpResponseBase:
     """POST /api/chat/stream: start a turn and stream its events as SSE."""
     frame = _send_frame(request.body)
     if isinstance(frame, FrameError):
@@ -132,11 +138,11 @@ async def chat_stream(request: HttpRequest, user: Any) -> HttpResponse:
 
 @require_GET
 @_endpoint
-async def run_events(request: HttpRequest, user: Any, run_id: str) -> HttpResponse:
+async def run_events(request: HttpRequest, user: User, run_id: str) -> HttpResponseBase:
     """GET /api/chat/runs/<id>/events: replay after Last-Event-ID (`<run_id>:<seq>`), then follow."""
     last = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id") or ""
     try:
-        after_seq = int(last.rpartition(":")[2] or request.GET.get("after_seq", 0))
+        after_seq = int(last.rpartition(":")[2] or request.GET.get("after_seq", "0"))
     except ValueError:
         return _error("bad_frame", "Last-Event-ID must be <run_id>:<seq>")
     await selectors.run_for_user(user=user, run_id=run_id)
@@ -145,7 +151,7 @@ async def run_events(request: HttpRequest, user: Any, run_id: str) -> HttpRespon
 
 @require_POST
 @_endpoint
-async def run_cancel(request: HttpRequest, user: Any, run_id: str) -> HttpResponse:
+async def run_cancel(request: HttpRequest, user: User, run_id: str) -> HttpResponse:
     """POST /api/chat/runs/<id>/cancel."""
     await services.run_cancel(user=user, run_id=run_id)
     return JsonResponse({"ok": True, "run_id": run_id}, status=202)
@@ -153,7 +159,7 @@ async def run_cancel(request: HttpRequest, user: Any, run_id: str) -> HttpRespon
 
 @require_POST
 @_endpoint
-async def run_approve(request: HttpRequest, user: Any, run_id: str) -> HttpResponse:
+async def run_approve(request: HttpRequest, user: User, run_id: str) -> HttpResponse:
     """POST /api/chat/runs/<id>/approve {tool_use_id, approved}: the HTTP twin of chat.approve."""
     try:
         body = json.loads(request.body or b"{}")
@@ -243,7 +249,7 @@ class ChatView(APIView):
         return response
 
 
-async def _turn_to_completion(user: AbstractBaseUser, frame: ChatSend) -> HttpResponse:
+async def _turn_to_completion(user: User, frame: ChatSend) -> HttpResponse:
     """Run the turn and answer with its terminal event: `complete`'s payload, or the error it ended with."""
     try:
         started = await services.turn_start(user=user, frame=frame)

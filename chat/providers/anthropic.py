@@ -12,18 +12,7 @@ from typing import Any, cast
 import anthropic
 import httpx2
 
-from chat.providers.base import (
-    MessageEnd,
-    Provider,
-    ProviderError,
-    ProviderEvent,
-    ProviderRequest,
-    TextDelta,
-    ToolInputDelta,
-    ToolUseEnd,
-    ToolUseStart,
-    Usage,
-)
+from chat.providers.base import MessageEnd, Provider, ProviderError, ProviderEvent, ProviderRequest, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
 
 # The API's error `type` decides the code; the HTTP status is the fallback (mid-stream errors arrive with 200).
 _CODE_BY_TYPE = {
@@ -88,7 +77,7 @@ class AnthropicProvider(Provider):
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "AnthropicProvider":
+    def from_settings(cls, settings: Any) -> AnthropicProvider:
         """Key, base URL and timeouts from settings (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CHAT_PROVIDER_*)."""
         return cls(
             api_key=settings.ANTHROPIC_API_KEY or None,

@@ -11,7 +11,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, ClassVar, Literal, cast
+from typing import ClassVar, Literal, cast
 
 import redis.asyncio as aioredis
 import redis.exceptions as rexc
@@ -83,6 +83,7 @@ class RunLog(ABC):
 
     async def close(self) -> None:
         """Release connections."""
+        return None
 
 
 class MemoryRunLog(RunLog):
@@ -160,6 +161,9 @@ redis.call('XADD', KEYS[1], seq .. '-0', 'e', ARGV[1] .. seq .. ARGV[2])
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
 return seq
 """
+
+
+Entry = tuple[str, dict[str, str]]  # a stream entry as read with decode_responses=True
 
 
 def _seq(entry_id: str) -> int:
@@ -241,7 +245,7 @@ class RedisRunLog(RunLog):
         while True:
             try:
                 if not verified:
-                    first = await self.redis.xrange(key, count=1)
+                    first = cast(list[Entry], await self.redis.xrange(key, count=1))
                     if not first:
                         missing_since = missing_since or time.monotonic()
                         if await settle(run_id, time.monotonic() - missing_since) == "running":
@@ -251,7 +255,7 @@ class RedisRunLog(RunLog):
                     missing_since = None
                     if _seq(first[0][0]) > last + 1:
                         raise ResyncRequired(run_id)
-                    tail = await self.redis.xrevrange(key, count=1)
+                    tail = cast(list[Entry], await self.redis.xrevrange(key, count=1))
                     if tail:
                         tail_seq = _seq(tail[0][0])
                         if last >= tail_seq and is_terminal(tail[0][1]["e"]):
@@ -261,7 +265,7 @@ class RedisRunLog(RunLog):
                         if last > tail_seq + MAX_SEQ_AHEAD:
                             raise ResyncRequired(run_id)
                     verified = True
-                resp: Any = await self.redis.xread({key: f"{last}-0"}, count=500, block=FOLLOW_BLOCK_MS)
+                resp = cast(list[tuple[str, list[Entry]]], await self.redis.xread({key: f"{last}-0"}, count=500, block=FOLLOW_BLOCK_MS))
                 outage_since = None
             except ResyncRequired:
                 raise

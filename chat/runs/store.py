@@ -3,11 +3,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 from django.utils import timezone
 
@@ -15,6 +13,9 @@ from chat.conf import chat_settings
 from chat.errors import NotFound, error_code
 from chat.events import CancelledEvent, CompleteEvent, Envelope, ErrorEvent, RunEvent, complete_payload_build, error_event
 from chat.models import Message, PendingApproval, Run
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 INTERRUPTED_MESSAGE = "The server process running this turn stopped; the partial answer was saved."
 SWEEP_BATCH = 500
@@ -26,7 +27,7 @@ class RunRow(TypedDict):
     finished_at: datetime | None
 
 
-async def run_for_user(*, user: AbstractBaseUser | AnonymousUser, run_id: str) -> Run:
+async def run_for_user(*, user: User, run_id: str) -> Run:
     """The user's run; anything else (malformed, missing, someone else's) raises NotFound."""
     try:
         uuid.UUID(str(run_id))

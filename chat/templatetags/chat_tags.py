@@ -5,9 +5,9 @@ from typing import Any
 
 from django import template
 from django.middleware.csrf import get_token
-from django.urls import reverse
 from django.template.base import FilterExpression, Parser, Token, token_kwargs
 from django.template.context import Context
+from django.urls import reverse
 from django.utils.module_loading import import_string
 
 from chat.conf import chat_settings
@@ -55,6 +55,7 @@ class ChatTrayNode(template.Node):
         page_context = values.get("context")
         if page_context is not None and not isinstance(page_context, dict):
             raise template.TemplateSyntaxError("chat_tray: context= must be a dict")
+        assert context.template is not None  # rendering binds it
         tray = context.template.engine.get_template(TRAY_TEMPLATE)
         return tray.render(
             context.new({"config": tray_config(request, user, page, page_context), "csp_nonce": context.get("csp_nonce")})

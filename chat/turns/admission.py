@@ -8,10 +8,9 @@ import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, close_old_connections, connection, connections, transaction
 from django.utils import timezone
 
@@ -29,8 +28,9 @@ from chat.turns.persistence import TurnRecord
 from chat.turns.planning import page_of, public_action_metadata
 from chat.turns.work import turn_execute
 
-P = ParamSpec("P")
-R = TypeVar("R")
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 
 
 @dataclass
@@ -42,7 +42,7 @@ class TurnStarted:
     created: bool
 
 
-async def turn_start(*, user: AbstractBaseUser, frame: ChatSend) -> TurnStarted:
+async def turn_start(*, user: User, frame: ChatSend) -> TurnStarted:
     """Store the user message and start its run; a resent client_message_id starts nothing new."""
     if len(frame.message) > chat_settings.CHAT_MAX_MESSAGE_CHARS:
         raise BadRequest(f"message is longer than {chat_settings.CHAT_MAX_MESSAGE_CHARS} characters", code="too_large")
@@ -67,7 +67,7 @@ async def turn_start(*, user: AbstractBaseUser, frame: ChatSend) -> TurnStarted:
     return started
 
 
-def turn_started_by_client_id(*, user: AbstractBaseUser, client_message_id: str, conversation_id: int | None) -> TurnStarted | None:
+def turn_started_by_client_id(*, user: User, client_message_id: str, conversation_id: int | None) -> TurnStarted | None:
     """The run an earlier send with this client_message_id started, or None."""
     qs = Message.objects.filter(client_message_id=client_message_id, conversation__owner=user, role=Message.Role.USER)
     if conversation_id is not None:
@@ -86,7 +86,7 @@ def turn_started_by_client_id(*, user: AbstractBaseUser, client_message_id: str,
 _ACK_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-ack")
 
 
-def _on_ack_thread(fn: Callable[P, R]) -> Callable[P, Any]:
+def _on_ack_thread[**P, R](fn: Callable[P, R]) -> Callable[P, Any]:
     def job(*args: P.args, **kwargs: P.kwargs) -> R:
         close_old_connections()  # this thread is outside Django's request cycle: recycle broken/expired connections
         return fn(*args, **kwargs)
@@ -99,7 +99,7 @@ def db_connections_close() -> None:
     _ACK_EXECUTOR.submit(connections.close_all).result(timeout=10)
 
 
-async def _turn_begin(user: AbstractBaseUser, frame: ChatSend, provider: Provider) -> TurnStarted:
+async def _turn_begin(user: User, frame: ChatSend, provider: Provider) -> TurnStarted:
     started, record = await _on_ack_thread(_turn_start_db)(user, frame, provider)
     if record is None:
         return started
@@ -111,7 +111,7 @@ async def _turn_begin(user: AbstractBaseUser, frame: ChatSend, provider: Provide
     return started
 
 
-def _turn_start_db(user: AbstractBaseUser, frame: ChatSend, provider: Provider) -> tuple[TurnStarted, TurnRecord | None]:
+def _turn_start_db(user: User, frame: ChatSend, provider: Provider) -> tuple[TurnStarted, TurnRecord | None]:
     """Store the user message and its run (the acknowledgement waits for exactly this, so it is kept minimal)."""
     conversation = None
     if frame.conversation_id is not None:
@@ -135,7 +135,7 @@ def _turn_start_db(user: AbstractBaseUser, frame: ChatSend, provider: Provider) 
     raise Busy()
 
 
-def _turn_insert(user: AbstractBaseUser, frame: ChatSend, provider: Provider, conversation: Conversation | None,
+def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: Conversation | None,
                  nonce: str | None) -> tuple[TurnStarted, TurnRecord | None]:
     with transaction.atomic():
         # A resend racing the original (a reconnect to another process) must find it, not store it again:
@@ -176,7 +176,7 @@ def _client_message_lock(user_id: int, client_message_id: str) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [user_id % 2**31, client_message_id])
 
 
-def _action_verify(user: AbstractBaseUser, frame: ChatSend, conversation: Conversation | None) -> str | None:
+def _action_verify(user: User, frame: ChatSend, conversation: Conversation | None) -> str | None:
     """For a server action: the token's nonce if it is valid for exactly this request; raises ActionRejected."""
     meta = frame.action_metadata
     if frame.interaction_type != "action_executed":

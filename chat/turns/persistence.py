@@ -60,7 +60,7 @@ def assistant_message_create(*, record: TurnRecord) -> int:
     return record.assistant_message_id
 
 
-def assistant_message_flush(*, message_id: int | None, content: str, provider_messages: list[dict[str, Any]]) -> None:
+def assistant_message_flush(*, message_id: int, content: str, provider_messages: list[dict[str, Any]]) -> None:
     """Save the text followers have seen so far (never per token: the turn calls this on a doubling window)."""
     Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(
         content=content, provider_messages=provider_messages, updated_at=timezone.now()

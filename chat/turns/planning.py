@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
-
-from django.contrib.auth.base_user import AbstractBaseUser
+from typing import TYPE_CHECKING, Any
 
 from chat import selectors
 from chat.agent.types import AgentTool
@@ -17,6 +15,9 @@ from payloads.registry import registry as payload_registry
 from payloads.spec import PayloadSpec
 from tools.registry import registry as tool_registry
 from tools.services import tool_overrides
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 HISTORY_MESSAGE_LIMIT = 60  # stored messages loaded per turn: turn cost must not grow with the conversation
@@ -46,7 +47,7 @@ def page_of(frame: ChatSend) -> PageSpec:
     return page_registry.get(str(frame.context.get("current_page") or ""))
 
 
-def turn_plan_build(*, user: AbstractBaseUser, conversation_id: int, frame: ChatSend, upto_message_id: int | None = None) -> TurnPlan:
+def turn_plan_build(*, user: User, conversation_id: int, frame: ChatSend, upto_message_id: int | None = None) -> TurnPlan:
     """System prompt (page-aware), tools (global + page + tab + subtab - disabled) and history messages."""
     context = dict(frame.context)
     page = page_of(frame)
@@ -104,7 +105,7 @@ def _tools(page: PageSpec, context: dict[str, Any]) -> dict[str, AgentTool]:
     }
 
 
-def _page_context(page: PageSpec, context: dict[str, Any], user: AbstractBaseUser) -> str:
+def _page_context(page: PageSpec, context: dict[str, Any], user: User) -> str:
     """The page's context builder's text; a failing builder must not fail the turn."""
     if page.context_builder is None:
         return ""

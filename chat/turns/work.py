@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.base_user import AbstractBaseUser
 
 from chat import selectors
 from chat.agent.loop import run_agent_loop
@@ -48,6 +48,9 @@ from chat.turns.planning import TurnPlan, turn_plan_build
 from pages.registry import ServerActionResult
 from payloads.parsing import SUGGESTED_ACTIONS_MARKER, SUGGESTED_VALUES_MARKER
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 log = logging.getLogger(__name__)
 INTERRUPTED: tuple[ErrorCode, str] = ("interrupted", "The server restarted while answering; the partial answer was saved.")
 INTERNAL: tuple[ErrorCode, str] = ("internal", "Something went wrong while answering. Please try again.")
@@ -56,7 +59,7 @@ INTERNAL: tuple[ErrorCode, str] = ("internal", "Something went wrong while answe
 class Turn:
     """One run's execution state: the model (or a server action), the text pipe, flushes, the final save."""
 
-    def __init__(self, handle: RunHandle, user: AbstractBaseUser, frame: ChatSend, provider: Provider, record: TurnRecord) -> None:
+    def __init__(self, handle: RunHandle, user: User, frame: ChatSend, provider: Provider, record: TurnRecord) -> None:
         self.handle = handle
         self.user = user
         self.frame = frame
@@ -148,10 +151,12 @@ class Turn:
         self._maybe_flush()
 
     async def _flush(self, text: str, seq: int, provider_messages: list[dict[str, Any]]) -> None:
+        message_id = self.record.assistant_message_id
+        if message_id is None:  # nothing to flush into yet (the final save creates the message)
+            return
         # other processes' followers must be able to read these events before the database holds their text
         await self.handle.wait_durable(seq, timeout=2.0)
-        await sync_to_async(persistence.assistant_message_flush)(
-            message_id=self.record.assistant_message_id, content=text, provider_messages=provider_messages)
+        await sync_to_async(persistence.assistant_message_flush)(message_id=message_id, content=text, provider_messages=provider_messages)
 
     def _provider_messages(self) -> list[dict[str, Any]]:
         """A copy: a flush serialises it in a thread while the loop keeps appending."""
@@ -233,10 +238,8 @@ class Turn:
         if self.flush_timer is not None:
             self.flush_timer.cancel()
         if self.flush_task is not None:
-            try:
+            with contextlib.suppress(Exception):  # the final save below writes the same text again
                 await self.flush_task
-            except Exception:  # the final save below writes the same text again
-                pass
         parts = parts or AnswerParts()
         text = self.pipe.text if self.pipe else ""
         duration = (time.perf_counter() - self.record.started) * 1000
@@ -284,7 +287,7 @@ async def _run_sync(fn: Callable[..., Any], *args: Any) -> Any:
     return await sync_to_async(fn)(*args)
 
 
-async def turn_execute(handle: RunHandle, user: AbstractBaseUser, frame: ChatSend, provider: Provider, record: TurnRecord) -> None:
+async def turn_execute(handle: RunHandle, user: User, frame: ChatSend, provider: Provider, record: TurnRecord) -> None:
     """The run's task: acknowledge, do the turn, end it (a cancel while finishing still ends it)."""
     turn = Turn(handle, user, frame, provider, record)
     try:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
@@ -10,7 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.test import AsyncClient, Client
 
-from chat.models import Conversation, Message, Run
+from chat.models import Conversation, Message
 from chat.providers import scripted as s
 from tests.conftest import token_for
 from tests.protocol import check_wire

@@ -63,7 +63,7 @@ class Cluster:
 
     # ---- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         import psycopg
 
         with psycopg.connect(self.admin_dsn, autocommit=True) as conn:

@@ -14,7 +14,7 @@ from django.test import AsyncClient
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from chat.events import FrameError, parse_frame
-from chat.models import Conversation, Message, Run
+from chat.models import Message, Run
 from chat.providers import scripted as s
 from tests.conftest import token_for, ws_connect
 from tests.protocol import check_wire

@@ -16,20 +16,13 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from chat import services
-from chat.turns import admission
 from chat.events import ChatSend
 from chat.models import Conversation, Message, Run, ToolCall
 from chat.providers import scripted as s
 from chat.runs import manager
+from chat.turns import admission
 from tests.conftest import ws_connect
-from tests.resilience.invariants import (
-    FIGURES,
-    RunTrace,
-    assert_valid_history,
-    check_db,
-    check_persisted_text,
-    db_state_orm,
-)
+from tests.resilience.invariants import FIGURES, RunTrace, assert_valid_history, check_db, check_persisted_text, db_state_orm
 from tools.registry import registry as tool_registry
 from tools.spec import ToolSpec
 

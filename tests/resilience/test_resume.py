@@ -3,7 +3,6 @@ the retained window, idempotent resends. Every trial is checked against tests/re
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import uuid
 from typing import Any
@@ -17,14 +16,7 @@ from chat.providers import scripted as s
 from chat.runs import manager
 from tests.conftest import WS, token_for, ws_connect
 from tests.protocol import check_wire
-from tests.resilience.invariants import (
-    FIGURES,
-    InvariantError,
-    RunTrace,
-    check_db,
-    check_persisted_text,
-    db_state_orm,
-)
+from tests.resilience.invariants import FIGURES, InvariantError, RunTrace, check_db, check_persisted_text, db_state_orm
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,7 +41,7 @@ async def read_some(ws: WS, trace: RunTrace, budget: int, timeout: float = 5) ->
             return
         try:
             ev = await ws.recv(timeout)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             raise InvariantError(f"no event within {timeout} s; run {trace.run_id} had seqs up to {trace.last_seq}: "
                                  f"{[e['type'] for e in trace.events]}") from None
         if "seq" not in ev:
