@@ -70,6 +70,14 @@ def test_the_error_codes_are_one_closed_set_with_one_http_status_each() -> None:
     assert set(schema_codes) == ERROR_CODES
 
 
+def test_the_protocol_reference_lists_every_code_with_its_status() -> None:
+    doc = (SCHEMA_DIR.parent / "protocol.md").read_text(encoding="utf-8")
+    for code, info in ERRORS.items():
+        assert f"| `{code}` | {info.http_status} |" in doc, code
+    for model in (*SERVER_EVENTS, *CLIENT_FRAMES):
+        assert f"`{get_args(model.model_fields['type'].annotation)[0]}`" in doc, model.__name__
+
+
 _ids = st.text(min_size=1, max_size=40)
 _conversations = st.none() | st.integers(min_value=-(2**63), max_value=2**63 - 1)
 _seqs = st.integers(min_value=0, max_value=2**53)
