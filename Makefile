@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test test-services setup chromium bench clean
+.PHONY: run test test-services setup chromium lint bench clean
 
 $(STAMP): pyproject.toml
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null || { command -v pyenv >/dev/null && pyenv install -s $$(cat .python-version); } || true
@@ -27,7 +27,13 @@ run: $(STAMP)
 	$(PY) manage.py demo_setup
 	$(PY) manage.py runserver 127.0.0.1:8000
 
-test: $(STAMP) chromium
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+	$(PY) manage.py chat_protocol_schema --check
+
+test: $(STAMP) chromium lint
 	node --test tests/js/
 	$(PY) -m pytest -q
 

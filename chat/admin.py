@@ -18,6 +18,13 @@ def pretty(value: Any, limit: int = 200_000) -> str:
     return format_html('<pre style="white-space:pre-wrap;max-height:40em;overflow:auto">{}</pre>', text)
 
 
+_MESSAGE_INLINE_FIELDS: tuple[str, ...] = (
+    "role", "status", "interaction_type", "content", "suggested_values", "suggested_actions", "custom_payload", "created_at")
+_RUN_INLINE_FIELDS: tuple[str, ...] = (
+    "id", "status", "provider", "model", "input_tokens", "output_tokens", "time_to_first_token_ms", "duration_ms", "created_at")
+_TOOL_CALL_INLINE_FIELDS: tuple[str, ...] = ("index", "name", "status", "duration_ms", "input", "output")
+
+
 class ReadOnlyMixin:
     def has_add_permission(self, request: Any, obj: Any = None) -> bool:
         return False
@@ -29,16 +36,16 @@ class ReadOnlyMixin:
 class MessageInline(ReadOnlyMixin, admin.StackedInline):
     model = Message
     extra = 0
-    fields = ["role", "status", "interaction_type", "content", "suggested_values", "suggested_actions", "custom_payload", "created_at"]
-    readonly_fields = fields
+    fields = _MESSAGE_INLINE_FIELDS
+    readonly_fields = _MESSAGE_INLINE_FIELDS
     show_change_link = True
 
 
 class RunInline(ReadOnlyMixin, admin.TabularInline):
     model = Run
     extra = 0
-    fields = ["id", "status", "provider", "model", "input_tokens", "output_tokens", "time_to_first_token_ms", "duration_ms", "created_at"]
-    readonly_fields = fields
+    fields = _RUN_INLINE_FIELDS
+    readonly_fields = _RUN_INLINE_FIELDS
     show_change_link = True
     fk_name = "conversation"
 
@@ -68,13 +75,14 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
 class ToolCallInline(ReadOnlyMixin, admin.TabularInline):
     model = ToolCall
     extra = 0
-    fields = ["index", "name", "status", "duration_ms", "input", "output"]
-    readonly_fields = fields
+    fields = _TOOL_CALL_INLINE_FIELDS
+    readonly_fields = _TOOL_CALL_INLINE_FIELDS
 
 
 @admin.register(Run)
 class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "conversation", "user", "status", "provider", "model", "input_tokens", "output_tokens", "time_to_first_token_ms", "duration_ms", "created_at"]
+    list_display = ["id", "conversation", "user", "status", "provider", "model", "input_tokens", "output_tokens",
+                    "time_to_first_token_ms", "duration_ms", "created_at"]
     list_filter = ["status", "provider", "model", "created_at", ("conversation__owner", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["id", "conversation__title", "conversation__owner__username", "error_message"]
     date_hierarchy = "created_at"
@@ -82,7 +90,8 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     inlines = [ToolCallInline]
     fieldsets = [
         (None, {"fields": ["id", "conversation", "status", "provider", "model", "error_code", "error_message"]}),
-        ("Usage and timings", {"fields": ["input_tokens", "output_tokens", "time_to_first_token_ms", "duration_ms", "created_at", "finished_at", "owner_process", "heartbeat_at", "last_seq"]}),
+        ("Usage and timings", {"fields": ["input_tokens", "output_tokens", "time_to_first_token_ms", "duration_ms", "created_at",
+                                          "finished_at", "owner_process", "heartbeat_at", "last_seq"]}),
         ("Diagnostics", {"fields": ["d_settings", "d_tools", "d_system_prompt", "d_messages", "d_context", "d_raw", "d_errors"]}),
     ]
     readonly_fields = [

@@ -7,4 +7,4 @@ class ChatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from chat import signals  # noqa: F401
+        from chat import checks, signals  # noqa: F401  (registers the settings checks and the logout signal)

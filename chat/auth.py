@@ -60,4 +60,4 @@ class TokenOrSessionAuthMiddleware:
         return await self.session_inner({**scope, "auth": "session"}, receive, send)
 
 
-__all__ = ["TokenOrSessionAuthMiddleware", "origin_allowed", "AnonymousUser"]
+__all__ = ["AnonymousUser", "TokenOrSessionAuthMiddleware", "origin_allowed"]

@@ -8,10 +8,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
 
 from chat import selectors, services
-from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameError, frame_error, parse_frame
+from chat.conf import chat_settings
+from chat.errors import ServiceError
+from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameError, error_event, parse_frame
 from chat.limits import limiter
 from chat.runs import ResyncRequired, manager
 
@@ -51,13 +52,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not await limiter.socket_acquire(user.pk, self.socket_id):
             # accept only to say why, then close: a refused handshake would look like an auth failure
             await self.accept()
-            await self.send(text_data=frame_error("rate_limited", f"too many open connections (at most {settings.CHAT_MAX_SOCKETS_PER_USER})"))
+            limit = chat_settings.CHAT_MAX_SOCKETS_PER_USER
+            await self.send(text_data=error_event("rate_limited", f"too many open connections (at most {limit})").wire())
             await self.close(code=4429)
             return
         self.counted = True
         manager.ensure_background()
         self.followers: dict[str, asyncio.Task[Any]] = {}
-        self.handlers: dict[str, Callable[[Any], Awaitable[None]]] = {
+        self.handlers: dict[str, Callable[[Any], Awaitable[None]]] = {  # frame type -> handler of that frame
             "chat.send": self.on_send,
             "chat.cancel": self.on_cancel,
             "chat.resume": self.on_resume,
@@ -85,17 +87,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 log.warning("could not leave the session group", exc_info=True)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        frame = parse_frame(text_data, settings.CHAT_MAX_FRAME_BYTES)
+        frame = parse_frame(text_data, chat_settings.CHAT_MAX_FRAME_BYTES)
         if isinstance(frame, FrameError):
-            await self.send(text_data=frame.model_dump_json(exclude_none=True))
+            await self.send(text_data=frame.wire())
             return
         try:
             await self.handlers[frame.type](frame)
-        except services.ServiceError as exc:
-            await self.send(text_data=frame_error(exc.code, exc.message, getattr(frame, "run_id", None)))
+        except ServiceError as exc:
+            await self.send(text_data=error_event(exc.code, exc.message, run_id=getattr(frame, "run_id", None)).wire())
         except Exception:
             log.exception("frame handler failed")
-            await self.send(text_data=frame_error("internal", "internal error"))
+            await self.send(text_data=error_event("internal", "internal error").wire())
 
     # ---- handlers --------------------------------------------------------------------------------
 
@@ -131,7 +133,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             raise
         except Exception:
             log.exception("following run %s failed", run_id)
-            await self.send(text_data=frame_error("internal", "lost the run's event stream; resume it", run_id))
+            await self.send(text_data=error_event("internal", "lost the run's event stream; resume it", run_id=run_id).wire())
         finally:
             if self.followers.get(run_id) is asyncio.current_task():
                 self.followers.pop(run_id, None)

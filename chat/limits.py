@@ -1,4 +1,4 @@
-"""Per-user limits: messages per minute and open sockets, shared through Redis when REDIS_URL is set.
+"""Per-user limits: messages per minute and open sockets, shared through Redis when CHAT_REDIS_URL is set.
 
 Refusals raise/return so the transports answer `error{code:"rate_limited"}`. When Redis is
 unreachable the limits fall back to this process's own counts (fail open to a per-process limit,
@@ -11,7 +11,8 @@ import time
 from collections import defaultdict, deque
 from typing import Any
 
-from django.conf import settings
+from chat.conf import chat_settings
+from chat.errors import RateLimited
 
 log = logging.getLogger(__name__)
 # An open socket counts in Redis until this long after its process last refreshed it (a dead process's
@@ -36,7 +37,7 @@ def _redis_errors() -> tuple[type[BaseException], ...]:
 
 
 class Limiter:
-    """Sliding-window message rate and socket counts; Redis-backed when REDIS_URL is set."""
+    """Sliding-window message rate and socket counts; Redis-backed when CHAT_REDIS_URL is set."""
 
     def __init__(self) -> None:
         self._sends: dict[int, deque[float]] = defaultdict(deque)
@@ -46,13 +47,13 @@ class Limiter:
         self._acquire: Any = None
 
     def _client(self) -> Any:
-        if not settings.REDIS_URL:
+        if not chat_settings.CHAT_REDIS_URL:
             return None
         loop = asyncio.get_running_loop()
         if self._redis is None or self._redis_loop is not loop:
             import redis.asyncio as aioredis
 
-            self._redis = aioredis.from_url(settings.REDIS_URL, decode_responses=True, socket_connect_timeout=2)
+            self._redis = aioredis.from_url(chat_settings.CHAT_REDIS_URL, decode_responses=True, socket_connect_timeout=2)
             self._redis_loop = loop
             self._acquire = self._redis.register_script(_ACQUIRE)
         return self._redis
@@ -61,9 +62,7 @@ class Limiter:
 
     async def check_message(self, user_id: int) -> None:
         """Count one message; raise RateLimited past CHAT_RATE_LIMIT_PER_MINUTE."""
-        from chat.services import RateLimited
-
-        limit = settings.CHAT_RATE_LIMIT_PER_MINUTE
+        limit = chat_settings.CHAT_RATE_LIMIT_PER_MINUTE
         r = self._client()
         if r is not None:
             try:
@@ -103,7 +102,7 @@ class Limiter:
 
     async def socket_acquire(self, user_id: int, socket_id: str) -> bool:
         """Count an open socket; False when the user already has CHAT_MAX_SOCKETS_PER_USER (across processes)."""
-        limit = settings.CHAT_MAX_SOCKETS_PER_USER
+        limit = chat_settings.CHAT_MAX_SOCKETS_PER_USER
         local = self._sockets[user_id]
         if len(local) >= limit:
             return False

@@ -23,7 +23,7 @@ GUIDELINES = """\
 - To offer quick replies, end with a line `SUGGESTED_VALUES: [{"label": "...", "value": "..."}]`.
 - To offer buttons, end with a line `SUGGESTED_ACTIONS: [{"label": "...", "action": "...", "handler": "client"|"server", "data": {...}, "style": "primary"|"secondary"|"warning"}]`,
   using only the client and server actions listed under CAPABILITIES.
-- Emit at most one custom payload per response, exactly in the format its instructions give."""
+- Emit at most one custom payload per response, exactly in the format its instructions give."""  # noqa: E501 (the prompt's lines are not wrapped)
 
 CHARS_PER_TOKEN = 4
 

@@ -1,23 +1,31 @@
-"""Reads, always scoped to the asking user; someone else's id looks exactly like a missing one."""
+"""The reads, always scoped to the asking user where a user asks; someone else's id looks exactly like a missing one."""
 from __future__ import annotations
 
-import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 
-from chat.models import Conversation, Message, Run
+from chat.models import Conversation, Message
 from chat.prompt import StoredMessage
+from chat.runs.store import run_for_user
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 MANIFEST_LIMIT = 20
 PAYLOAD_SCAN_LIMIT = 200  # payloads older than the last 200 messages leave the manifest
 
+__all__ = [
+    "conversation_get", "conversation_list", "conversation_messages", "history_exists", "history_list",
+    "payload_get", "payload_manifest", "run_for_user",
+]
 
-def conversation_list(*, user: Any) -> QuerySet[Conversation]:
+
+def conversation_list(*, user: User) -> QuerySet[Conversation]:
     return Conversation.objects.filter(owner=user).order_by("-updated_at")
 
 
-def conversation_get(*, user: Any, conversation_id: int) -> Conversation | None:
+def conversation_get(*, user: User, conversation_id: int) -> Conversation | None:
     return Conversation.objects.filter(pk=conversation_id, owner=user).first()
 
 
@@ -25,23 +33,7 @@ def conversation_messages(*, conversation: Conversation) -> QuerySet[Message]:
     return conversation.messages.order_by("id")
 
 
-def message_by_client_id(*, user: Any, client_message_id: str, conversation_id: int | None) -> Any:
-    """The run started by an earlier send with this client_message_id, as a TurnStarted, or None."""
-    from chat.services import NotFound, TurnStarted
-
-    qs = Message.objects.filter(client_message_id=client_message_id, conversation__owner=user, role=Message.Role.USER)
-    if conversation_id is not None:
-        qs = qs.filter(conversation_id=conversation_id)
-    msg = qs.order_by("-id").first()
-    if msg is None:
-        return None
-    run = Run.objects.filter(user_message=msg).order_by("-created_at").first()
-    if run is None:
-        raise NotFound("message has no run")
-    return TurnStarted(run_id=str(run.pk), conversation_id=msg.conversation_id, created=False)
-
-
-def history(*, conversation_id: int, limit: int, upto_id: int | None = None) -> list[StoredMessage]:
+def history_list(*, conversation_id: int, limit: int, upto_id: int | None = None) -> list[StoredMessage]:
     """The last `limit` messages (bounded: turn cost must not grow with the conversation)."""
     qs = Message.objects.filter(conversation_id=conversation_id)
     if upto_id is not None:
@@ -51,7 +43,7 @@ def history(*, conversation_id: int, limit: int, upto_id: int | None = None) -> 
     return [StoredMessage(role, content, pm or []) for role, content, pm in rows]
 
 
-def has_history(*, conversation_id: int, before_id: int | None) -> bool:
+def history_exists(*, conversation_id: int, before_id: int | None) -> bool:
     """True when the conversation has stored messages besides the current turn's two."""
     qs = Message.objects.filter(conversation_id=conversation_id)
     if before_id is not None:
@@ -83,49 +75,3 @@ def payload_get(*, conversation_id: int, payload_id: str) -> dict[str, Any] | No
             if p.get("payload_id") == payload_id:
                 return {k: p.get(k) for k in ("payload_id", "type", "data", "summary")}
     return None
-
-
-async def run_for_user(*, user: Any, run_id: str) -> Run:
-    """The user's run; anything else (malformed, missing, someone else's) raises NotFound."""
-    from chat.services import NotFound
-
-    try:
-        uuid.UUID(str(run_id))
-    except ValueError:
-        raise NotFound("run not found") from None
-    run = await Run.objects.filter(pk=run_id, conversation__owner=user).afirst()
-    if run is None:
-        raise NotFound("run not found")
-    return run
-
-
-def run_complete_payload(*, run: Run, user: Any) -> dict[str, Any] | None:
-    """The terminal event of a finished run rebuilt from the database (when its log has expired)."""
-    msg = run.assistant_message or Message.objects.filter(run=run, role=Message.Role.ASSISTANT).first()  # swept runs
-    if msg is None:
-        return None
-    base = {"run_id": str(run.pk), "seq": run.last_seq, "conversation_id": run.conversation_id}
-    if run.status == Run.Status.COMPLETED:
-        payload = message_payload(msg)
-        payload.update({"conversation_id": run.conversation_id, "message_id": msg.pk, "run_id": str(run.pk),
-                        "usage": {"input_tokens": run.input_tokens, "output_tokens": run.output_tokens}})
-        if getattr(user, "is_staff", False):
-            payload["diagnostics"] = run.diagnostics
-        return {"type": "complete", **base, "payload": payload}
-    if run.status == Run.Status.CANCELLED:
-        return {"type": "cancelled", **base}
-    return {"type": "error", **base, "code": run.error_code or "error", "message": run.error_message or "The run did not finish."}
-
-
-def message_payload(msg: Message) -> dict[str, Any]:
-    """A stored message in the shape of `complete.payload` (without run fields)."""
-    from chat.rendering import render_markdown
-
-    return {
-        "message": msg.content,
-        "message_html": render_markdown(msg.content) if msg.role == Message.Role.ASSISTANT else "",
-        "suggested_values": msg.suggested_values,
-        "suggested_actions": msg.suggested_actions,
-        "custom_payload": msg.custom_payload,
-        "tool_history": msg.tool_history,
-    }

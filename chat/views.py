@@ -3,38 +3,48 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
-from django.conf import settings
-from django.urls import reverse
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework import mixins, serializers, viewsets
+from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated
 from rest_framework.request import Request
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chat import selectors, services
 from chat.auth import user_for_authorization
-from chat.events import ChatSend, FrameError, parse_frame
+from chat.conf import chat_settings
+from chat.errors import ErrorCode, ServiceError, error_code, http_status
+from chat.events import ChatSend, FrameError, error_event, parse_frame
 from chat.models import Conversation, Message
+from chat.rendering import render_markdown
 from chat.runs import ResyncRequired, manager
 
-HTTP_STATUS = {
-    "bad_json": 400, "bad_frame": 400, "unknown_type": 400, "too_large": 413, "not_found": 404, "busy": 409,
-    "rate_limited": 429, "action_rejected": 403, "unauthorized": 401, "resync": 410,
-}
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
-def _error(code: str, message: str) -> JsonResponse:
-    return JsonResponse({"type": "error", "code": code, "message": message}, status=HTTP_STATUS.get(code, 500))
+def _error_response(error: FrameError) -> HttpResponse:
+    """Every HTTP error body is a frame-level error (chat.events), with its code's HTTP status."""
+    return HttpResponse(error.wire(), status=http_status(error.code), content_type="application/json")
 
 
-async def _authenticate(request: HttpRequest) -> tuple[Any, JsonResponse | None]:
+def _error(code: ErrorCode, message: str) -> HttpResponse:
+    return _error_response(error_event(code, message))
+
+
+def _csrf_probe(request: HttpRequest) -> HttpResponse:
+    """A view that is not csrf_exempt, for the CSRF middleware's check of a session user's request."""
+    return HttpResponse()
+
+
+async def _authenticate(request: HttpRequest) -> tuple[Any, HttpResponse | None]:
     """A DRF token or the session (then with the CSRF check a browser form would get)."""
     auth = request.headers.get("Authorization", "")
     if auth:
@@ -44,7 +54,7 @@ async def _authenticate(request: HttpRequest) -> tuple[Any, JsonResponse | None]
     if not user.is_authenticated:
         return None, _error("unauthorized", "authentication required")
     if request.method not in ("GET", "HEAD", "OPTIONS"):
-        refused = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, None, (), {})
+        refused = CsrfViewMiddleware(_csrf_probe).process_view(request, _csrf_probe, (), {})
         if refused is not None:
             return None, _error("unauthorized", "CSRF check failed")
     return user, None
@@ -54,16 +64,17 @@ def _send_frame(body: bytes) -> ChatSend | FrameError:
     try:
         data = json.loads(body or b"{}")
     except (ValueError, RecursionError):
-        return FrameError(code="bad_json", message="body is not valid JSON")
-    if isinstance(data, dict):
-        data.setdefault("type", "chat.send")
-    frame = parse_frame(json.dumps(data), settings.CHAT_MAX_FRAME_BYTES) if isinstance(data, dict) else FrameError(code="bad_frame", message="body must be a JSON object")
+        return error_event("bad_json", "body is not valid JSON")
+    if not isinstance(data, dict):
+        return error_event("bad_frame", "body must be a JSON object")
+    data.setdefault("type", "chat.send")
+    frame = parse_frame(json.dumps(data), chat_settings.CHAT_MAX_FRAME_BYTES)
     if not isinstance(frame, (ChatSend, FrameError)):
-        return FrameError(code="unknown_type", message="this endpoint takes chat.send")
+        return error_event("unknown_type", "this endpoint takes chat.send")
     return frame
 
 
-async def _sse(user: Any, run_id: str, after_seq: int) -> AsyncIterator[str]:
+async def _sse(user: User, run_id: str, after_seq: int) -> AsyncIterator[str]:
     try:
         async for seq, data in manager.follow(run_id, after_seq):
             yield f"id: {run_id}:{seq}\ndata: {data}\n\n"
@@ -78,17 +89,17 @@ def _sse_response(stream: AsyncIterator[str]) -> StreamingHttpResponse:
     return response
 
 
-def _endpoint(view: Callable[..., Awaitable[HttpResponse]]) -> Callable[..., Awaitable[HttpResponse]]:
+def _endpoint(view: Callable[..., Coroutine[Any, Any, HttpResponseBase]]) -> Callable[..., Coroutine[Any, Any, HttpResponseBase]]:
     """Authenticate (token, or session + CSRF), call the view with the user, map refusals to JSON errors."""
 
     @functools.wraps(view)
-    async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         user, refused = await _authenticate(request)
         if refused:
             return refused
         try:
             return await view(request, user, *args, **kwargs)
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             return _error(exc.code, exc.message)
 
     return csrf_exempt(wrapper)  # CSRF is enforced in _authenticate for session users only
@@ -116,22 +127,22 @@ async def websocket_info(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @_endpoint
-async def chat_stream(request: HttpRequest, user: Any) -> HttpResponse:
+async def chat_stream(request: HttpRequest, user: User) -> HttpResponseBase:
     """POST /api/chat/stream: start a turn and stream its events as SSE."""
     frame = _send_frame(request.body)
     if isinstance(frame, FrameError):
-        return _error(frame.code, frame.message)
+        return _error_response(frame)
     started = await services.turn_start(user=user, frame=frame)
     return _sse_response(_sse(user, started.run_id, 0))
 
 
 @require_GET
 @_endpoint
-async def run_events(request: HttpRequest, user: Any, run_id: str) -> HttpResponse:
+async def run_events(request: HttpRequest, user: User, run_id: str) -> HttpResponseBase:
     """GET /api/chat/runs/<id>/events: replay after Last-Event-ID (`<run_id>:<seq>`), then follow."""
     last = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id") or ""
     try:
-        after_seq = int(last.rpartition(":")[2] or request.GET.get("after_seq", 0))
+        after_seq = int(last.rpartition(":")[2] or request.GET.get("after_seq", "0"))
     except ValueError:
         return _error("bad_frame", "Last-Event-ID must be <run_id>:<seq>")
     await selectors.run_for_user(user=user, run_id=run_id)
@@ -140,7 +151,7 @@ async def run_events(request: HttpRequest, user: Any, run_id: str) -> HttpRespon
 
 @require_POST
 @_endpoint
-async def run_cancel(request: HttpRequest, user: Any, run_id: str) -> HttpResponse:
+async def run_cancel(request: HttpRequest, user: User, run_id: str) -> HttpResponse:
     """POST /api/chat/runs/<id>/cancel."""
     await services.run_cancel(user=user, run_id=run_id)
     return JsonResponse({"ok": True, "run_id": run_id}, status=202)
@@ -148,7 +159,7 @@ async def run_cancel(request: HttpRequest, user: Any, run_id: str) -> HttpRespon
 
 @require_POST
 @_endpoint
-async def run_approve(request: HttpRequest, user: Any, run_id: str) -> HttpResponse:
+async def run_approve(request: HttpRequest, user: User, run_id: str) -> HttpResponse:
     """POST /api/chat/runs/<id>/approve {tool_use_id, approved}: the HTTP twin of chat.approve."""
     try:
         body = json.loads(request.body or b"{}")
@@ -177,8 +188,6 @@ class MessageSerializer(serializers.ModelSerializer):
         return str(obj.run_id) if obj.run_id else None
 
     def get_message_html(self, obj: Message) -> str:
-        from chat.rendering import render_markdown
-
         return render_markdown(obj.content) if obj.role == Message.Role.ASSISTANT else ""
 
 
@@ -224,29 +233,38 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
 
 
 class ChatView(APIView):
-    """POST /api/chat: one non-streaming turn; the body of the final `complete` (or an error)."""
+    """POST /api/chat: one non-streaming turn; the body is the final `complete` event's payload (or an error)."""
 
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         frame = _send_frame(request.body)
         if isinstance(frame, FrameError):
-            return Response(frame.model_dump(exclude_none=True), status=HTTP_STATUS.get(frame.code, 400))
-        event = async_to_sync(_turn_to_completion)(request.user, frame)
-        if event["type"] == "complete":
-            return Response(event["payload"])
-        code = event.get("code", "cancelled")
-        return Response({"type": "error", "code": code, "message": event.get("message", "cancelled"), "run_id": event.get("run_id")},
-                        status=HTTP_STATUS.get(code, 502 if event["type"] == "error" else 409))
+            return _error_response(frame)
+        return async_to_sync(_turn_to_completion)(request.user, frame)
+
+    def handle_exception(self, exc: Exception) -> HttpResponse:
+        """DRF's own refusals answer like every chat endpoint: an error frame as the body."""
+        if isinstance(exc, (NotAuthenticated, AuthenticationFailed)):
+            return _error("unauthorized", str(exc.detail))
+        response: HttpResponse = super().handle_exception(exc)
+        return response
 
 
-async def _turn_to_completion(user: Any, frame: ChatSend) -> dict[str, Any]:
+async def _turn_to_completion(user: User, frame: ChatSend) -> HttpResponse:
+    """Run the turn and answer with its terminal event: `complete`'s payload, or the error it ended with."""
     try:
         started = await services.turn_start(user=user, frame=frame)
-    except services.ServiceError as exc:
-        return {"type": "error", "code": exc.code, "message": exc.message}
+    except ServiceError as exc:
+        return _error(exc.code, exc.message)
     last: str | None = None
     try:
         async for _seq, data in manager.follow(started.run_id, 0):
             last = data
     except ResyncRequired:
         last = await services.run_replay_or_resync(user=user, run_id=started.run_id, after_seq=0)
-    return json.loads(last) if last else {"type": "error", "code": "internal", "message": "no result"}
+    event: dict[str, Any] = json.loads(last) if last else {"type": "error", "code": "internal", "message": "no result"}
+    if event["type"] == "complete":
+        return JsonResponse(event["payload"])  # built by chat.events.complete_payload_build
+    if event["type"] == "cancelled":
+        return _error_response(error_event("cancelled", "the run was cancelled", run_id=started.run_id))
+    code = error_code(str(event.get("code", "internal")))
+    return _error_response(error_event(code, str(event.get("message") or ""), run_id=started.run_id))

@@ -6,6 +6,8 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from chat.conf import ChatSettings
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env") if (BASE_DIR / ".env").exists() else None
@@ -87,7 +89,7 @@ DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Redis: channel layer + durable run log when REDIS_URL is set; in-process otherwise.
+# Redis: channel layer + (through chat.conf, which reads REDIS_URL) the durable run log; in-process otherwise.
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
     CHANNEL_LAYERS = {
@@ -96,41 +98,11 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-# Chat engine.
-ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
-ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="") or None
-_PROVIDERS = {
-    "anthropic": "chat.providers.anthropic.AnthropicProvider",
-    "offline": "chat.providers.offline.OfflineProvider",
-    "scripted": "chat.providers.scripted.ScriptedProvider",
-}
-_provider_name = env.str("CHAT_PROVIDER", default="anthropic" if ANTHROPIC_API_KEY else "offline")
-CHAT_PROVIDER = _PROVIDERS.get(_provider_name, _provider_name)
-CHAT_MODEL = env.str("CHAT_MODEL", default="claude-sonnet-5")
-CHAT_MAX_ITERATIONS = env.int("CHAT_MAX_ITERATIONS", default=5)
-CHAT_MAX_TOKENS = env.int("CHAT_MAX_TOKENS", default=2000)
-CHAT_TEMPERATURE = env.float("CHAT_TEMPERATURE", default=0.0)
-CHAT_HISTORY_TOKEN_BUDGET = env.int("CHAT_HISTORY_TOKEN_BUDGET", default=60000)
-CHAT_PROVIDER_MAX_RETRIES = env.int("CHAT_PROVIDER_MAX_RETRIES", default=3)
-CHAT_PROVIDER_TIMEOUT = env.float("CHAT_PROVIDER_TIMEOUT", default=60.0)
-CHAT_PROVIDER_STALL_TIMEOUT = env.float("CHAT_PROVIDER_STALL_TIMEOUT", default=30.0)
-CHAT_OFFLINE_DELAY = env.float("CHAT_OFFLINE_DELAY", default=0.02)  # seconds between offline tokens
-CHAT_COALESCE_WINDOW = env.float("CHAT_COALESCE_WINDOW", default=0.03)
-# A streaming answer is saved CHAT_FLUSH_INTERVAL after its first text, then at windows doubling up to
-# CHAT_FLUSH_MAX_INTERVAL: a crash loses less than a second of text, and a 5 s (500-token) turn stays <= 12 writes.
-CHAT_FLUSH_INTERVAL = env.float("CHAT_FLUSH_INTERVAL", default=0.25)
-CHAT_FLUSH_MAX_INTERVAL = env.float("CHAT_FLUSH_MAX_INTERVAL", default=0.9)
-CHAT_RUN_LOG_TTL = env.int("CHAT_RUN_LOG_TTL", default=3600)  # seconds a finished run stays replayable
-CHAT_HEARTBEAT_INTERVAL = env.float("CHAT_HEARTBEAT_INTERVAL", default=2.0)
-CHAT_STALE_AFTER = env.float("CHAT_STALE_AFTER", default=8.0)
-CHAT_GRACEFUL_SHUTDOWN = env.bool("CHAT_GRACEFUL_SHUTDOWN", default=True)  # SIGTERM lets running runs finish
-CHAT_SHUTDOWN_TIMEOUT = env.float("CHAT_SHUTDOWN_TIMEOUT", default=10.0)  # then they are saved as interrupted
-CHAT_MAX_FRAME_BYTES = env.int("CHAT_MAX_FRAME_BYTES", default=64 * 1024)
-CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=16000)
-CHAT_RATE_LIMIT_PER_MINUTE = env.int("CHAT_RATE_LIMIT_PER_MINUTE", default=30)
-CHAT_MAX_SOCKETS_PER_USER = env.int("CHAT_MAX_SOCKETS_PER_USER", default=20)
-CHAT_MAX_RUNNING_PER_USER = env.int("CHAT_MAX_RUNNING_PER_USER", default=4)
-CHAT_ACTION_TOKEN_MAX_AGE = env.int("CHAT_ACTION_TOKEN_MAX_AGE", default=3600)
+# Chat engine: every setting has its default in chat/conf.py; only variables set in the environment
+# become settings here, parsed by the type chat.conf declares (CHAT_PROVIDER may be an alias).
+for _name, _spec in ChatSettings.specs().items():
+    if _name in os.environ:
+        globals()[_name] = env.get_value(_name, cast=_spec.cast)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

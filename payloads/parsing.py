@@ -409,8 +409,8 @@ def _validate(schema: Mapping[str, Any], value: Any, path: str) -> None:
 def _json_equal(a: Any, b: Any) -> bool:
     # JSON has no bool/number overlap: True must not equal 1.
     if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return a == b
+        return type(a) is type(b) and bool(a == b)
+    return bool(a == b)
 
 
 def make_validator(schema: Mapping[str, Any] | type[BaseModel] | PayloadValidator | None) -> PayloadValidator:

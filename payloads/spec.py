@@ -1,6 +1,7 @@
 """PayloadSpec: what one custom payload type is, how the model emits it, how it is checked and summarised."""
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ class PayloadSpec:
     parse_marker: str | None = None
     description: str = ""
     llm_instructions: str = ""
-    schema: Mapping[str, Any] | type[BaseModel] | None = None
+    schema: Mapping[str, Any] | builtins.type[BaseModel] | None = None  # (`type` is a field here)
     summarize: Callable[[Any], str] | None = None
     is_global: bool = False
     example: dict[str, Any] | None = None
@@ -41,7 +42,7 @@ class PayloadSpec:
         if self.schema is None:
             return None
         if isinstance(self.schema, type) and issubclass(self.schema, BaseModel):
-            return _drop_titles(self.schema.model_json_schema())
+            return dict(_drop_titles(self.schema.model_json_schema()))
         return dict(self.schema)
 
     def summary(self, data: Any) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from typing import Any
 
@@ -12,6 +13,7 @@ from channels.testing import WebsocketCommunicator
 from chat.limits import limiter
 from chat.providers.scripted import ScriptedProvider
 from chat.runs import manager
+from tests.protocol import check_http, check_wire
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -53,7 +55,7 @@ def _close_executor_connections(django_db_setup: Any, django_db_blocker: Any) ->
     from asgiref.sync import sync_to_async
     from django.db import connections
 
-    from chat.services import db_connections_close
+    from chat.turns.admission import db_connections_close
 
     with django_db_blocker.unblock():
         asyncio.run(sync_to_async(connections.close_all)())
@@ -68,6 +70,36 @@ def _clean_state(settings: Any) -> Any:
     manager.handles.clear()
     yield
     ScriptedProvider.reset()
+
+
+_CHAT_API = re.compile(r"^/api/chat(/|$)")
+
+
+@pytest.fixture(autouse=True)
+def _validate_chat_http(monkeypatch: Any) -> None:
+    """Every chat API JSON response a test gets (POST /api/chat's body, every error body) is checked
+    against the committed protocol schema; SSE bodies are checked where they are parsed."""
+    from django.test import AsyncClient, Client
+
+    def check(request: dict[str, Any], response: Any) -> None:
+        if (_CHAT_API.match(request.get("PATH_INFO") or request.get("path") or "") and not response.streaming
+                and response.get("Content-Type", "").startswith("application/json")):
+            check_http(response.status_code, response.content)
+
+    sync_request, async_request = Client.request, AsyncClient.request
+
+    def request(self: Client, **req: Any) -> Any:
+        response = sync_request(self, **req)
+        check(req, response)
+        return response
+
+    async def arequest(self: AsyncClient, **req: Any) -> Any:
+        response = await async_request(self, **req)
+        check(req, response)
+        return response
+
+    monkeypatch.setattr(Client, "request", request)
+    monkeypatch.setattr(AsyncClient, "request", arequest)
 
 
 @pytest.fixture
@@ -107,7 +139,8 @@ class WS:
         await self.comm.send_to(text_data=frame if isinstance(frame, str) else json.dumps(frame))
 
     async def recv(self, timeout: float = 5) -> dict[str, Any]:
-        return json.loads(await self.comm.receive_from(timeout=timeout))
+        """The next server frame, validated against the committed protocol schema."""
+        return check_wire(await self.comm.receive_from(timeout=timeout))
 
     async def chat(self, message: str, **fields: Any) -> str:
         cmid = fields.pop("client_message_id", None) or str(uuid.uuid4())

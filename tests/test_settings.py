@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    code = "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='config.settings'; django.setup(); from django.conf import settings; print(settings.CHAT_PROVIDER, settings.DATABASES['default']['ENGINE'], settings.CHANNEL_LAYERS['default']['BACKEND'])"
+    code = "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='config.settings'; django.setup(); from django.conf import settings; from chat.conf import chat_settings; print(chat_settings.CHAT_PROVIDER, settings.DATABASES['default']['ENGINE'], settings.CHANNEL_LAYERS['default']['BACKEND'])"
     clean = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "ANTHROPIC_API_KEY", "CHAT_PROVIDER", "SECRET_KEY", "DEBUG")}
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60)
 

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from tools.spec import ToolSpec, spec_from_function
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ToolRegistry:
@@ -20,9 +22,13 @@ class ToolRegistry:
         self._tools[spec.name] = spec
         return spec
 
-    def tool(self, fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    @overload
+    def tool(self, fn: F) -> F: ...
+    @overload
+    def tool(self, fn: None = None, **options: Any) -> Callable[[F], F]: ...
+    def tool(self, fn: F | None = None, **options: Any) -> F | Callable[[F], F]:
         """Decorator: register a typed function as a tool (`@registry.tool` or `@registry.tool(is_global=True)`)."""
-        def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        def decorate(f: F) -> F:
             self.register(spec_from_function(f, **options))
             return f
         return decorate(fn) if fn is not None else decorate

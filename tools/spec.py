@@ -36,7 +36,7 @@ class ToolSpec:
             requires_approval=self.requires_approval if requires_approval is None else requires_approval,
         )
 
-    def with_(self, **changes: Any) -> "ToolSpec":
+    def with_(self, **changes: Any) -> ToolSpec:
         return replace(self, **changes)
 
 

@@ -23,13 +23,7 @@ from chat.agent.types import (
     ToolProgress,
     ToolResult,
 )
-from chat.providers.base import (
-    MessageEnd,
-    Provider,
-    ProviderRequest,
-    TextDelta,
-    ToolUseEnd,
-)
+from chat.providers.base import MessageEnd, Provider, ProviderRequest, TextDelta, ToolUseEnd
 
 Approver = Callable[[str, str, dict[str, Any]], Awaitable[bool]]
 SyncRunner = Callable[..., Awaitable[Any]]  # runs a blocking call off the event loop: runner(fn, *args)

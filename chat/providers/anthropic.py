@@ -12,18 +12,7 @@ from typing import Any, cast
 import anthropic
 import httpx2
 
-from chat.providers.base import (
-    MessageEnd,
-    Provider,
-    ProviderError,
-    ProviderEvent,
-    ProviderRequest,
-    TextDelta,
-    ToolInputDelta,
-    ToolUseEnd,
-    ToolUseStart,
-    Usage,
-)
+from chat.providers.base import MessageEnd, Provider, ProviderError, ProviderEvent, ProviderRequest, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
 
 # The API's error `type` decides the code; the HTTP status is the fallback (mid-stream errors arrive with 200).
 _CODE_BY_TYPE = {
@@ -88,14 +77,14 @@ class AnthropicProvider(Provider):
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "AnthropicProvider":
+    def from_settings(cls, settings: Any) -> AnthropicProvider:
         """Key, base URL and timeouts from settings (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CHAT_PROVIDER_*)."""
         return cls(
             api_key=settings.ANTHROPIC_API_KEY or None,
             base_url=settings.ANTHROPIC_BASE_URL,
-            max_retries=getattr(settings, "CHAT_PROVIDER_MAX_RETRIES", 3),
-            timeout=getattr(settings, "CHAT_PROVIDER_TIMEOUT", 60.0),
-            stall_timeout=getattr(settings, "CHAT_PROVIDER_STALL_TIMEOUT", 30.0),
+            max_retries=settings.CHAT_PROVIDER_MAX_RETRIES,
+            timeout=settings.CHAT_PROVIDER_TIMEOUT,
+            stall_timeout=settings.CHAT_PROVIDER_STALL_TIMEOUT,
         )
 
     def _get_client(self) -> anthropic.AsyncAnthropic:

@@ -12,7 +12,7 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         """Accumulate another call's usage into this one."""
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
@@ -91,8 +91,9 @@ class Provider(ABC):
         self.options = options
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "Provider":
-        """Build the provider from Django settings (subclasses read what they need)."""
+    def from_settings(cls, settings: Any) -> Provider:
+        """Build the provider from the engine's settings (`chat.conf.chat_settings`: every CHAT_* with its default,
+        any other name read from Django's settings); subclasses read what they need."""
         return cls()
 
     @abstractmethod

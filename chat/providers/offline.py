@@ -11,17 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat.providers.base import (
-    MessageEnd,
-    Provider,
-    ProviderEvent,
-    ProviderRequest,
-    TextDelta,
-    ToolInputDelta,
-    ToolUseEnd,
-    ToolUseStart,
-    Usage,
-)
+from chat.providers.base import MessageEnd, Provider, ProviderEvent, ProviderRequest, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
 
 STOPWORDS = frozenset(
     "a an the and or of for to in on at by with about from into me my i you your we our us it its is are be "
@@ -72,7 +62,7 @@ class Capabilities:
     actions: list[ActionOffer]
 
     @classmethod
-    def parse(cls, system: str) -> "Capabilities":
+    def parse(cls, system: str) -> Capabilities:
         payloads: list[PayloadOffer] = []
         for block in re.split(r"\n(?=### )", system):
             block = re.split(r"\n#{1,2} ", block)[0]  # a payload's block ends at the next section
@@ -112,7 +102,7 @@ class OfflineProvider(Provider):
         self.delay = delay
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "OfflineProvider":
+    def from_settings(cls, settings: Any) -> OfflineProvider:
         return cls(delay=settings.CHAT_OFFLINE_DELAY)
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:

@@ -7,18 +7,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar
 
-from chat.providers.base import (
-    MessageEnd,
-    Provider,
-    ProviderError,
-    ProviderEvent,
-    ProviderRequest,
-    TextDelta,
-    ToolInputDelta,
-    ToolUseEnd,
-    ToolUseStart,
-    Usage,
-)
+from chat.providers.base import MessageEnd, Provider, ProviderError, ProviderEvent, ProviderRequest, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
 
 Step = ProviderEvent | float | asyncio.Event | ProviderError  # float: sleep; Event: wait for it; error: raise
 Script = list[Step] | Callable[[ProviderRequest], list[Step]]

@@ -4,13 +4,14 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
-from django.conf import settings
 from django.middleware.csp import get_nonce
 from django.middleware.csrf import get_token
-from django.urls import reverse
 from django.template.base import FilterExpression, Parser, Token, token_kwargs
 from django.template.context import Context
+from django.urls import reverse
 from django.utils.module_loading import import_string
+
+from chat.conf import chat_settings
 
 register = template.Library()
 
@@ -20,7 +21,7 @@ TRAY_TEMPLATE = "chat/tray.html"
 def provider_is_offline() -> bool:
     """True when the configured provider says it is the offline stand-in (the UI shows a note)."""
     try:
-        provider = import_string(settings.CHAT_PROVIDER)
+        provider = import_string(chat_settings.CHAT_PROVIDER)
     except ImportError:
         return False
     return bool(getattr(provider, "is_offline", False))
@@ -55,6 +56,7 @@ class ChatTrayNode(template.Node):
         page_context = values.get("context")
         if page_context is not None and not isinstance(page_context, dict):
             raise template.TemplateSyntaxError("chat_tray: context= must be a dict")
+        assert context.template is not None  # rendering binds it
         tray = context.template.engine.get_template(TRAY_TEMPLATE)
         return tray.render(
             context.new({"config": tray_config(request, user, page, page_context), "csp_nonce": csp_nonce(context, request)})

@@ -19,10 +19,10 @@ if not settings.configured:
     )
     django.setup()
 
-from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.routing import ProtocolTypeRouter
 
-from tests.bench.frames import play  # noqa: E402
+from tests.bench.frames import play
 
 
 class RelayConsumer(AsyncWebsocketConsumer):

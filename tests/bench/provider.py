@@ -41,7 +41,7 @@ class BenchProvider(Provider):
         self.rate = rate
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "BenchProvider":
+    def from_settings(cls, settings: Any) -> BenchProvider:
         return cls(tokens=int(os.environ.get("BENCH_TOKENS", "100")), rate=float(os.environ.get("BENCH_TOKEN_RATE", "0")))
 
     def _params(self, request: ProviderRequest) -> tuple[int, float]:

@@ -24,9 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench import frames as frame_sets
-from tests.bench.client import (
-    Turn, integrity, latency, ms, pct, read_run, relay_turn, send_frame, sse_turn, ws_open, ws_turn,
-)
+from tests.bench.client import Turn, integrity, latency, ms, pct, read_run, relay_turn, send_frame, sse_turn, ws_open, ws_turn
 from tests.bench.server import ROOT, Server, machine_busy, own_cpu
 
 VAR = ROOT / "var" / "bench"

@@ -53,7 +53,7 @@ class Server:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 30.0) -> "Server":
+    def start(self, timeout: float = 30.0) -> Server:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_dir / f"{self.name}.log", "ab")
         env = {**os.environ, **self.env}

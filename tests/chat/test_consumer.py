@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from chat.models import Conversation, Message, Run, ToolCall
+from chat.models import Message, Run, ToolCall
 from chat.providers import scripted as s
 from tests.conftest import ws_connect
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
@@ -10,9 +9,10 @@ import pytest
 from channels.db import database_sync_to_async
 from django.test import AsyncClient, Client
 
-from chat.models import Conversation, Message, Run
+from chat.models import Conversation, Message
 from chat.providers import scripted as s
 from tests.conftest import token_for
+from tests.protocol import check_wire
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,7 +28,7 @@ def parse_sse(chunks: list[bytes]) -> list[tuple[str | None, dict[str, Any]]]:
             if line.startswith("id: "):
                 ident = line[4:]
             elif line.startswith("data: "):
-                data = json.loads(line[6:])
+                data = check_wire(line[6:])
         out.append((ident, data))
     return out
 

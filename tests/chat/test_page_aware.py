@@ -9,8 +9,8 @@ import pytest
 from channels.db import database_sync_to_async
 from django.core import signing
 
-from chat.actions import SALT, action_token_sign
-from chat.agent.types import ToolContext, ToolProgress, ToolResult
+from chat.actions import action_token_sign
+from chat.agent.types import ToolProgress, ToolResult
 from chat.models import Message, PendingApproval, Run, ToolCall
 from chat.providers import scripted as s
 from pages.registry import ClientAction, PageSpec, ServerAction, ServerActionResult, TabSpec, registry as pages
@@ -314,7 +314,7 @@ async def test_server_action_valid_token_runs_once(user: Any, page: Any, scripte
     assert first["type"] == "status"
     events = [first, *await ws.until_terminal()]
     assert events[-1]["payload"]["message"] == "Did x." and len(scripted.requests) == 1  # no model call
-    assert EXECUTED == [{"action": "do_thing", "data": {"what": "x"}, "user": user.pk}]
+    assert [{"action": "do_thing", "data": {"what": "x"}, "user": user.pk}] == EXECUTED
     replay = await _act(ws, conv, token)
     assert replay["code"] == "action_rejected" and len(EXECUTED) == 1
     await ws.close()

@@ -5,8 +5,7 @@ from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from chat.rendering import ALLOWED_TAGS, LINK_REL, render_markdown, sanitize_html
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from channels.db import database_sync_to_async
 
 from chat.models import Run
 from pages.models import ResearchStream

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse, urlunparse
 
+from tests.protocol import check_http, check_wire
+
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 
@@ -61,7 +63,7 @@ class Cluster:
 
     # ---- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         import psycopg
 
         with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
@@ -193,7 +195,10 @@ class Cluster:
             except urllib.error.HTTPError as e:
                 return e.code, e.read()
 
-        return await asyncio.to_thread(call)
+        status, raw = await asyncio.to_thread(call)
+        if path.startswith("/api/chat") and raw[:1] == b"{":
+            check_http(status, raw)  # POST /api/chat's body or an error body, against the committed schema
+        return status, raw
 
     async def sse(self, name: str, path: str, user: str = "ann", last_event_id: str | None = None,
                   budget: int = 10**9, timeout: float = 20) -> list[tuple[str | None, dict[str, Any]]]:
@@ -228,7 +233,7 @@ class Cluster:
                             if line.startswith("id: "):
                                 ident = line[4:]
                             elif line.startswith("data: "):
-                                payload = json.loads(line[6:])
+                                payload = check_wire(line[6:])
                         if payload is not None:
                             out.append((ident, payload))
         finally:

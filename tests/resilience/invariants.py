@@ -10,8 +10,11 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
+
+from tests.protocol import check_event
 
 TERMINAL = frozenset({"complete", "error", "cancelled"})
 
@@ -99,6 +102,7 @@ class RunTrace:
 
     def add(self, event: dict[str, Any]) -> bool:
         """Record a run event (one with a seq); False if it was not the next one (recorded as a problem)."""
+        check_event(event)  # every traced frame matches the committed protocol schema
         if self.run_id is None:
             self.run_id = event.get("run_id")
         if event.get("run_id") != self.run_id:

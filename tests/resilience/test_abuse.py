@@ -14,9 +14,10 @@ from django.test import AsyncClient
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from chat.events import FrameError, parse_frame
-from chat.models import Conversation, Message, Run
+from chat.models import Message, Run
 from chat.providers import scripted as s
 from tests.conftest import token_for, ws_connect
+from tests.protocol import check_wire
 from tests.resilience.invariants import FIGURES, assert_no_foreign_bytes
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -297,7 +298,7 @@ async def _drain(ws: Any, quiet: float = 0.05) -> list[dict[str, Any]]:
         while not queue.empty():
             message = queue.get_nowait()
             assert message["type"] == "websocket.send", message  # never closed
-            out.append(json.loads(message["text"]))
+            out.append(check_wire(message["text"]))
     return out
 
 

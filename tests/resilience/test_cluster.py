@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.anthropic_server import error_mid_stream, overloaded, rate_limited, stall, text_response
+from tests.protocol import check_wire
 from tests.resilience.cluster import Cluster
 from tests.resilience.invariants import (
     FIGURES,
@@ -68,7 +69,7 @@ class Client:
     async def recv(self, timeout: float = 20) -> dict[str, Any]:
         raw = await asyncio.wait_for(self.ws.recv(), timeout)
         self.log.append(raw if isinstance(raw, str) else raw.decode())
-        return json.loads(raw)
+        return check_wire(raw)
 
     async def read_into(self, trace: RunTrace, budget: int, timeout: float = 20) -> None:
         for _ in range(budget):

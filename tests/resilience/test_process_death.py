@@ -20,15 +20,9 @@ from chat.events import ChatSend
 from chat.models import Conversation, Message, Run, ToolCall
 from chat.providers import scripted as s
 from chat.runs import manager
+from chat.turns import admission
 from tests.conftest import ws_connect
-from tests.resilience.invariants import (
-    FIGURES,
-    RunTrace,
-    assert_valid_history,
-    check_db,
-    check_persisted_text,
-    db_state_orm,
-)
+from tests.resilience.invariants import FIGURES, RunTrace, assert_valid_history, check_db, check_persisted_text, db_state_orm
 from tools.registry import registry as tool_registry
 from tools.spec import ToolSpec
 
@@ -209,13 +203,13 @@ async def test_graceful_shutdown_checkpoints_a_run_that_does_not_finish(user: An
 async def test_a_cancelled_caller_does_not_orphan_its_run(user: Any, scripted: Any, monkeypatch: Any) -> None:
     """The socket or SSE request goes away while the message is being stored: the run still starts."""
     scripted.enqueue(s.text("answered anyway"))
-    original = services._turn_start_db
+    original = admission._turn_start_db
 
     def slow(*args: Any) -> Any:
         time.sleep(0.3)
         return original(*args)
 
-    monkeypatch.setattr(services, "_turn_start_db", slow)
+    monkeypatch.setattr(admission, "_turn_start_db", slow)
     frame = ChatSend(client_message_id="cm-orphan", message="hi")
     task = asyncio.create_task(services.turn_start(user=user, frame=frame))
     await asyncio.sleep(0.1)

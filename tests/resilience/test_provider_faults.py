@@ -9,23 +9,8 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from tests.conftest import ws_connect
-from tests.fakes.anthropic_server import (
-    FakeAnthropicServer,
-    error_mid_stream,
-    overloaded,
-    rate_limited,
-    stall,
-    text_response,
-    tool_use_response,
-)
-from tests.resilience.invariants import (
-    FIGURES,
-    RunTrace,
-    assert_valid_history,
-    check_db,
-    check_persisted_text,
-    db_state_orm,
-)
+from tests.fakes.anthropic_server import FakeAnthropicServer, error_mid_stream, overloaded, rate_limited, stall, text_response, tool_use_response
+from tests.resilience.invariants import FIGURES, RunTrace, assert_valid_history, check_db, check_persisted_text, db_state_orm
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -3,7 +3,6 @@ the retained window, idempotent resends. Every trial is checked against tests/re
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import uuid
 from typing import Any
@@ -16,14 +15,8 @@ from django.test import AsyncClient
 from chat.providers import scripted as s
 from chat.runs import manager
 from tests.conftest import WS, token_for, ws_connect
-from tests.resilience.invariants import (
-    FIGURES,
-    InvariantError,
-    RunTrace,
-    check_db,
-    check_persisted_text,
-    db_state_orm,
-)
+from tests.protocol import check_wire
+from tests.resilience.invariants import FIGURES, InvariantError, RunTrace, check_db, check_persisted_text, db_state_orm
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,7 +41,7 @@ async def read_some(ws: WS, trace: RunTrace, budget: int, timeout: float = 5) ->
             return
         try:
             ev = await ws.recv(timeout)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             raise InvariantError(f"no event within {timeout} s; run {trace.run_id} had seqs up to {trace.last_seq}: "
                                  f"{[e['type'] for e in trace.events]}") from None
         if "seq" not in ev:
@@ -116,7 +109,7 @@ def parse_sse(raw: bytes) -> list[tuple[str | None, dict[str, Any]]]:
             if line.startswith("id: "):
                 ident = line[4:]
             elif line.startswith("data: "):
-                data = json.loads(line[6:])
+                data = check_wire(line[6:])
         if data is not None:
             out.append((ident, data))
     return out

@@ -4,7 +4,8 @@ from __future__ import annotations
 import ast
 import json
 import operator
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 from chat.agent.types import ToolContext, ToolResult
 from tools.registry import tool
@@ -23,10 +24,10 @@ def get_payload(payload_id: str, *, ctx: ToolContext) -> ToolResult:
 @tool(is_global=True)
 def get_current_time() -> str:
     """Get the current date and time (UTC)."""
-    return datetime.now(timezone.utc).strftime("%A %d %B %Y, %H:%M UTC")
+    return datetime.now(UTC).strftime("%A %d %B %Y, %H:%M UTC")
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+_OPS: dict[type[ast.AST], Callable[..., float]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
         ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Mod: operator.mod}
 
 

@@ -17,27 +17,8 @@ import pytest
 from chat.agent.loop import run_agent_loop
 from chat.agent.types import AgentComplete, AgentTool, AgentToolComplete, ToolContext
 from chat.providers.anthropic import AnthropicProvider
-from chat.providers.base import (
-    MessageEnd,
-    ProviderError,
-    ProviderEvent,
-    ProviderRequest,
-    TextDelta,
-    ToolInputDelta,
-    ToolUseEnd,
-    ToolUseStart,
-    Usage,
-)
-from tests.fakes.anthropic_server import (
-    FakeAnthropicServer,
-    error_mid_stream,
-    http_error,
-    overloaded,
-    rate_limited,
-    stall,
-    text_response,
-    tool_use_response,
-)
+from chat.providers.base import MessageEnd, ProviderError, ProviderEvent, ProviderRequest, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
+from tests.fakes.anthropic_server import FakeAnthropicServer, error_mid_stream, http_error, overloaded, rate_limited, stall, text_response, tool_use_response
 
 API_KEY = "sk-ant-test-SECRET-123"
 ROOT = Path(__file__).resolve().parents[3]

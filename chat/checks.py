@@ -1,0 +1,80 @@
+"""`manage.py check` for the engine's settings (chat/conf.py): wrong values are errors before anything runs.
+
+- chat.E001  a setting has the wrong type
+- chat.E002  a number is negative (or zero where zero makes no sense)
+- chat.E003  CHAT_PROVIDER does not import
+- chat.E004  CHAT_PROVIDER is not a chat.providers.base.Provider subclass
+- chat.E005  CHAT_RUN_LOG_BACKEND does not import or is not a chat.runs.log.RunLog subclass
+- chat.E006  the Redis run log without a Redis URL (CHAT_REDIS_URL / REDIS_URL)
+- chat.W001  a CHAT_* setting the engine does not know (a typo?)
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, get_args
+
+from django.apps import AppConfig
+from django.conf import settings as django_settings
+from django.core.checks import CheckMessage, Error, Warning, register
+from django.utils.module_loading import import_string
+
+from chat.conf import ChatSettings, Setting, chat_settings
+from chat.providers.base import Provider
+from chat.runs.log import RedisRunLog, RunLog
+
+
+def _type_ok(spec: Setting, value: Any) -> bool:
+    kinds = get_args(spec.kind) or (spec.kind,)
+    if isinstance(value, bool):
+        return bool in kinds
+    if isinstance(value, int) and float in kinds:
+        return True
+    return isinstance(value, tuple(k for k in kinds if isinstance(k, type)))
+
+
+def _type_name(spec: Setting) -> str:
+    return " or ".join("None" if k is type(None) else k.__name__ for k in (get_args(spec.kind) or (spec.kind,)))
+
+
+def _subclass_error(path: str, setting: str, base: type, ids: tuple[str, str]) -> Error | None:
+    try:
+        obj = import_string(path)
+    except ImportError as exc:
+        return Error(f"{setting} {path!r} does not import: {exc}", hint="Use an alias or a dotted path to a class.", id=ids[0])
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        return Error(f"{setting} {path!r} is not a {base.__module__}.{base.__qualname__} subclass.", id=ids[1])
+    return None
+
+
+@register()
+def check_chat_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every CHAT_* setting a project set: type, range, and that the classes named exist."""
+    errors: list[CheckMessage] = []
+    specs = ChatSettings.specs()
+    for name, spec in specs.items():
+        raw = getattr(django_settings, name, None)
+        if raw is None:
+            continue  # the default
+        if not _type_ok(spec, raw):
+            errors.append(Error(f"{name} must be {_type_name(spec)}, not {type(raw).__name__} ({raw!r}).", id="chat.E001"))
+            continue
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            if spec.positive and raw <= 0:
+                errors.append(Error(f"{name} must be greater than 0, not {raw!r}.", hint=spec.help, id="chat.E002"))
+            elif spec.minimum is not None and raw < spec.minimum:
+                errors.append(Error(f"{name} must not be negative, not {raw!r}.", hint=spec.help, id="chat.E002"))
+    if not any(e.id == "chat.E001" and "CHAT_PROVIDER " in e.msg for e in errors):
+        found = _subclass_error(chat_settings.CHAT_PROVIDER, "CHAT_PROVIDER", Provider, ("chat.E003", "chat.E004"))
+        errors += [found] if found else []
+    if not any(e.id == "chat.E001" and "CHAT_RUN_LOG_BACKEND " in e.msg for e in errors):
+        backend = chat_settings.CHAT_RUN_LOG_BACKEND
+        found = _subclass_error(backend, "CHAT_RUN_LOG_BACKEND", RunLog, ("chat.E005", "chat.E005"))
+        errors += [found] if found else []
+        if found is None and issubclass(import_string(backend), RedisRunLog) and not chat_settings.CHAT_REDIS_URL:
+            errors.append(Error("CHAT_RUN_LOG_BACKEND is the Redis run log but no Redis URL is set.",
+                                hint="Set CHAT_REDIS_URL (or REDIS_URL), or use the `memory` backend.", id="chat.E006"))
+    for name in dir(django_settings):
+        if name.startswith("CHAT_") and name not in specs:
+            errors.append(Warning(f"{name} is not a setting of the chat engine (a typo?).",
+                                  hint=f"Known settings: {', '.join(n for n in specs if n.startswith('CHAT_'))}.", id="chat.W001"))
+    return errors

@@ -1,0 +1,159 @@
+"""Every setting the chat engine reads, with its default, behind one object: `chat_settings`.
+
+A host project sets none of them to start: each `CHAT_*` has its default here. Values are read from
+Django's settings on first use and cached until a setting changes (`override_settings` and tests'
+`settings` fixture send `setting_changed`), so reading one on a hot path is a plain attribute lookup.
+Wrong values are reported by `manage.py check` (chat/checks.py), not at run time.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast, get_args, get_type_hints
+
+from django.conf import settings as django_settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+# Short names CHAT_PROVIDER may use instead of a dotted path.
+PROVIDER_ALIASES: dict[str, str] = {
+    "anthropic": "chat.providers.anthropic.AnthropicProvider",
+    "offline": "chat.providers.offline.OfflineProvider",
+    "scripted": "chat.providers.scripted.ScriptedProvider",
+}
+RUN_LOG_BACKENDS: dict[str, str] = {
+    "memory": "chat.runs.log.MemoryRunLog",
+    "redis": "chat.runs.log.RedisRunLog",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its default (or a function of the other settings), what it means, its lower bound."""
+
+    default: Any
+    help: str
+    minimum: float | None = 0
+    positive: bool = False  # zero is not allowed either
+    derived: Callable[[ChatSettings, Any], Any] | None = None  # maps the raw value (or None) to the value used
+    name: str = ""
+    kind: Any = None  # the annotation on ChatSettings, filled in below
+
+    @property
+    def cast(self) -> type:
+        """The type a value from the environment is parsed as (the annotation without None)."""
+        kinds = [k for k in (get_args(self.kind) or (self.kind,)) if k is not type(None)]
+        return cast(type, kinds[0])
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        object.__setattr__(self, "name", name)
+
+    def __get__(self, instance: ChatSettings | None, owner: type) -> Any:
+        if instance is None:
+            return self
+        raw = getattr(django_settings, self.name, None)
+        value = self.derived(instance, raw) if self.derived is not None else (self.default if raw is None else raw)
+        instance.__dict__[self.name] = value  # later reads skip this descriptor (it defines no __set__)
+        return value
+
+
+def setting(default: Any, help: str, *, minimum: float | None = 0, positive: bool = False,
+            derived: Callable[[ChatSettings, Any], Any] | None = None) -> Any:
+    """Declare a setting on ChatSettings (typed as its annotation for readers and mypy)."""
+    return Setting(default, help, minimum=minimum, positive=positive, derived=derived)
+
+
+def _provider(conf: ChatSettings, raw: Any) -> Any:
+    if raw is None or raw == "":
+        key = getattr(django_settings, "ANTHROPIC_API_KEY", None) or os.environ.get("ANTHROPIC_API_KEY")
+        raw = "anthropic" if key else "offline"
+    return PROVIDER_ALIASES.get(raw, raw) if isinstance(raw, str) else raw
+
+
+def _redis_url(conf: ChatSettings, raw: Any) -> Any:
+    if raw is None:
+        return getattr(django_settings, "REDIS_URL", None) or ""
+    return raw
+
+
+def _run_log_backend(conf: ChatSettings, raw: Any) -> Any:
+    if raw is None or raw == "":
+        raw = "redis" if conf.CHAT_REDIS_URL else "memory"
+    return RUN_LOG_BACKENDS.get(raw, raw) if isinstance(raw, str) else raw
+
+
+def _optional_str(conf: ChatSettings, raw: Any) -> Any:
+    return raw or None
+
+
+class ChatSettings:
+    """Attribute access to the engine's settings: `chat_settings.CHAT_MODEL`; other names fall through to Django's."""
+
+    # ---- the model ----
+    CHAT_PROVIDER: str = setting(
+        None, "`anthropic`, `offline`, `scripted` or a dotted path to a Provider subclass; default `anthropic` "
+        "when ANTHROPIC_API_KEY is set, else `offline`", derived=_provider)
+    CHAT_MODEL: str = setting("claude-sonnet-5", "model name sent to the provider")
+    CHAT_MAX_TOKENS: int = setting(2000, "max output tokens per model call", positive=True)
+    CHAT_MAX_ITERATIONS: int = setting(5, "model calls per turn (tool rounds + 1)", positive=True)
+    CHAT_TEMPERATURE: float = setting(0.0, "sampling temperature")
+    CHAT_HISTORY_TOKEN_BUDGET: int = setting(60000, "tokens of stored history sent with a turn", positive=True)
+    CHAT_PROVIDER_MAX_RETRIES: int = setting(3, "retries of a failed model call")
+    CHAT_PROVIDER_TIMEOUT: float = setting(60.0, "seconds for a model call's HTTP request", positive=True)
+    CHAT_PROVIDER_STALL_TIMEOUT: float = setting(30.0, "seconds without data before a stream counts as stalled", positive=True)
+    CHAT_OFFLINE_DELAY: float = setting(0.02, "seconds between the offline model's chunks")
+    ANTHROPIC_API_KEY: str = setting("", "the Anthropic key (else the SDK reads the environment)")
+    ANTHROPIC_BASE_URL: str | None = setting(
+        None, "any Anthropic-compatible server (Ollama, vLLM, llama.cpp); None: Anthropic's", derived=_optional_str)
+    # ---- streaming and persistence ----
+    CHAT_COALESCE_WINDOW: float = setting(0.03, "seconds text deltas are gathered into one event")
+    CHAT_FLUSH_INTERVAL: float = setting(0.25, "seconds after the first text before streamed text is saved")
+    CHAT_FLUSH_MAX_INTERVAL: float = setting(0.9, "the save window doubles up to this many seconds")
+    # ---- runs across processes ----
+    CHAT_REDIS_URL: str = setting(
+        "", "Redis for the run log and the shared limits; default: the project's REDIS_URL, else none", derived=_redis_url)
+    CHAT_RUN_LOG_BACKEND: str = setting(
+        None, "`memory`, `redis` or a dotted path to a RunLog subclass; default `redis` when CHAT_REDIS_URL is set",
+        derived=_run_log_backend)
+    CHAT_RUN_LOG_TTL: float = setting(3600, "seconds a finished run stays replayable", positive=True)
+    CHAT_HEARTBEAT_INTERVAL: float = setting(2.0, "seconds between an owner's heartbeats", positive=True)
+    CHAT_STALE_AFTER: float = setting(8.0, "seconds without a heartbeat before a run is swept as interrupted", positive=True)
+    CHAT_GRACEFUL_SHUTDOWN: bool = setting(True, "on SIGTERM, let running runs finish before the server stops")
+    CHAT_SHUTDOWN_TIMEOUT: float = setting(10.0, "seconds SIGTERM waits for running runs")
+    # ---- limits ----
+    CHAT_MAX_FRAME_BYTES: int = setting(64 * 1024, "largest client frame or request body", positive=True)
+    CHAT_MAX_MESSAGE_CHARS: int = setting(16000, "longest user message", positive=True)
+    CHAT_RATE_LIMIT_PER_MINUTE: int = setting(30, "messages per user and minute", positive=True)
+    CHAT_MAX_SOCKETS_PER_USER: int = setting(20, "open websockets per user", positive=True)
+    CHAT_MAX_RUNNING_PER_USER: int = setting(4, "runs in progress per user", positive=True)
+    CHAT_ACTION_TOKEN_MAX_AGE: int = setting(3600, "seconds a server-action button stays valid", positive=True)
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything that is not an engine setting is Django's (custom providers read their own settings here)."""
+        return getattr(django_settings, name)
+
+    def reload(self) -> None:
+        """Forget the cached values (a setting changed)."""
+        self.__dict__.clear()
+
+    @classmethod
+    def specs(cls) -> dict[str, Setting]:
+        """Every engine setting by name, in the order above."""
+        return {name: value for name, value in vars(cls).items() if isinstance(value, Setting)}
+
+
+_hints = get_type_hints(ChatSettings)
+for _name, _spec in ChatSettings.specs().items():
+    object.__setattr__(_spec, "kind", _hints[_name])
+
+# Settings whose change can change a value above besides their own.
+_INPUTS = frozenset(ChatSettings.specs()) | {"REDIS_URL"}
+
+chat_settings = ChatSettings()
+
+
+@receiver(setting_changed)
+def _setting_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in _INPUTS:
+        chat_settings.reload()

@@ -1,0 +1,106 @@
+"""The closed set of error codes on the wire, the HTTP status of each, and the refusals services raise.
+
+No other module defines a code: frames, HTTP bodies and stored runs all use `ErrorCode`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+ErrorCode = Literal[
+    # a frame or request the server could not take
+    "bad_json", "bad_frame", "unknown_type", "too_large", "unauthorized",
+    # refusals of a valid request
+    "busy", "not_found", "rate_limited", "action_rejected",
+    # following a run
+    "resync",
+    # how a run ended, when not with `complete`
+    "cancelled", "interrupted", "internal",
+    # the model call failed (ProviderError codes)
+    "provider_error", "provider_unavailable", "overloaded", "timeout", "bad_request", "auth_error",
+]
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """What a code means and the HTTP status it answers with."""
+
+    http_status: int
+    meaning: str
+
+
+ERRORS: dict[ErrorCode, ErrorInfo] = {
+    "bad_json": ErrorInfo(400, "The frame or body is not valid JSON."),
+    "bad_frame": ErrorInfo(400, "The frame is JSON but not a valid frame of its type."),
+    "unknown_type": ErrorInfo(400, "The frame's `type` is not a client frame type (or not one this endpoint takes)."),
+    "too_large": ErrorInfo(413, "The frame is larger than CHAT_MAX_FRAME_BYTES or the message longer than CHAT_MAX_MESSAGE_CHARS."),
+    "unauthorized": ErrorInfo(401, "No valid token or session (or the session's CSRF check failed)."),
+    "busy": ErrorInfo(409, "A run is already in progress in this conversation."),
+    "not_found": ErrorInfo(404, "No such conversation, run or pending approval for this user (someone else's id looks the same)."),
+    "rate_limited": ErrorInfo(429, "A per-user limit (messages a minute, open sockets, runs in progress) or the model's own rate limit."),
+    "action_rejected": ErrorInfo(403, "The server action's token is missing, expired, altered, used or not for this page."),
+    "resync": ErrorInfo(410, "The events asked for are no longer retained: reload the conversation over REST."),
+    "cancelled": ErrorInfo(409, "The run was cancelled (only as the body of POST /api/chat; streams send `cancelled`)."),
+    "interrupted": ErrorInfo(502, "The server process running the turn stopped; the partial answer was saved."),
+    "internal": ErrorInfo(500, "Something went wrong on the server."),
+    "provider_error": ErrorInfo(502, "The model call failed."),
+    "provider_unavailable": ErrorInfo(502, "The model server is unavailable."),
+    "overloaded": ErrorInfo(502, "The model is overloaded."),
+    "timeout": ErrorInfo(502, "The model did not answer in time."),
+    "bad_request": ErrorInfo(502, "The model server rejected the request."),
+    "auth_error": ErrorInfo(502, "The model server refused the credentials."),
+}
+ERROR_CODES: frozenset[ErrorCode] = frozenset(get_args(ErrorCode))
+assert frozenset(ERRORS) == ERROR_CODES, "every code has exactly one HTTP status"
+
+
+def http_status(code: ErrorCode) -> int:
+    """The HTTP status an error with this code answers with."""
+    return ERRORS[code].http_status
+
+
+def error_code(value: str, fallback: ErrorCode = "internal") -> ErrorCode:
+    """`value` if it is a code of the closed set (e.g. one stored on a run or raised by a provider), else `fallback`."""
+    return value if value in ERROR_CODES else fallback
+
+
+class ServiceError(Exception):
+    """A refusal with a wire `code` and a message safe to show the user."""
+
+    code: ErrorCode = "internal"
+
+    def __init__(self, message: str = "", *, code: ErrorCode | None = None) -> None:
+        super().__init__(message)
+        self.message = message or self.__class__.__doc__ or self.code
+        if code:
+            self.code = code
+
+
+class NotFound(ServiceError):
+    """Not found."""
+
+    code: ErrorCode = "not_found"
+
+
+class Busy(ServiceError):
+    """A run is already in progress in this conversation."""
+
+    code: ErrorCode = "busy"
+
+
+class RateLimited(ServiceError):
+    """Too many requests; slow down."""
+
+    code: ErrorCode = "rate_limited"
+
+
+class ActionRejected(ServiceError):
+    """This action cannot be run."""
+
+    code: ErrorCode = "action_rejected"
+
+
+class BadRequest(ServiceError):
+    """The request is not valid."""
+
+    code: ErrorCode = "bad_frame"

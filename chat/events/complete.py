@@ -1,0 +1,92 @@
+"""The `complete` event: its model, its payload (also the body of POST /api/chat) and the payload's one builder."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from chat.events.base import Envelope, Frame, RunEvent, omit_none
+from chat.rendering import render_markdown
+
+
+class SuggestedValue(Frame):
+    """A quick reply: clicking it sends `value` with interaction_type `value_selected`."""
+
+    label: str = Field(min_length=1)
+    value: str = Field(min_length=1)
+
+
+class SuggestedAction(Frame):
+    """A button: a client action the tray runs, or a server action sent back with its signed `token`."""
+
+    label: str = Field(min_length=1)
+    action: str = Field(min_length=1)
+    handler: Literal["client", "server"]
+    data: Any = Field(default=None, exclude_if=omit_none)
+    style: Literal["primary", "secondary", "warning"] | None = Field(default=None, exclude_if=omit_none)
+    token: str | None = Field(default=None, exclude_if=omit_none)
+
+
+class CustomPayload(Frame):
+    """The turn's card (a tool's, an action's or the model's payload); earlier ones are named in the prompt by id."""
+
+    payload_id: str
+    type: str
+    data: Any
+    summary: str
+
+
+class ToolUse(Frame):
+    """One tool call of the turn, in order; `[[tool:N]]` in the message marks where the Nth renders."""
+
+    tool_name: str
+    input: dict[str, Any]
+    output: str
+
+
+class TokenUsage(Frame):
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+
+
+class CompletePayload(Frame):
+    """The answer: also the body of `POST /api/chat`."""
+
+    message: str
+    message_html: str
+    suggested_values: list[SuggestedValue]
+    suggested_actions: list[SuggestedAction]
+    custom_payload: CustomPayload | None
+    tool_history: list[ToolUse]
+    conversation_id: int
+    message_id: int | None
+    run_id: str
+    usage: TokenUsage
+    diagnostics: dict[str, Any] | None = Field(default=None, exclude_if=omit_none, description="staff users only")
+
+
+def complete_payload_build(
+    *, message: str, suggested_values: Sequence[Mapping[str, Any]], suggested_actions: Sequence[Mapping[str, Any]],
+    custom_payload: Mapping[str, Any] | None, tool_history: Sequence[Mapping[str, Any]], conversation_id: int,
+    message_id: int | None, run_id: str, usage: Mapping[str, int], diagnostics: Mapping[str, Any] | None = None,
+) -> CompletePayload:
+    """The one builder of `complete.payload`, for a live turn and for a stored run alike (renders message_html)."""
+    return CompletePayload.model_validate({
+        "message": message, "message_html": render_markdown(message), "suggested_values": suggested_values,
+        "suggested_actions": suggested_actions, "custom_payload": custom_payload, "tool_history": tool_history,
+        "conversation_id": conversation_id, "message_id": message_id, "run_id": run_id, "usage": usage,
+        "diagnostics": diagnostics,
+    })
+
+
+class CompleteEvent(RunEvent):
+    """Terminal: the answer."""
+
+    type: Literal["complete"] = "complete"
+    payload: CompletePayload
+    terminal: ClassVar[bool] = True
+
+    @classmethod
+    def wire(cls, env: Envelope, seq: int, *, payload: CompletePayload) -> str:
+        return cls.build(env, seq, payload=payload).model_dump_json()

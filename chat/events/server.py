@@ -1,0 +1,153 @@
+"""Server -> client: a run's events, each built by its model's `wire()`, and the frame-level error."""
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, Literal, overload
+
+from pydantic import Field
+
+from chat.errors import ERRORS, ErrorCode
+from chat.events.base import TERMINAL_TYPES, Envelope, Frame, RunEvent, omit_none
+from chat.events.complete import CompleteEvent
+
+
+class StatusEvent(RunEvent):
+    """Progress for the user; the first one (seq 1) acknowledges that the message is stored."""
+
+    type: Literal["status"] = "status"
+    message: str
+
+    @classmethod
+    def wire(cls, env: Envelope, seq: int, *, message: str) -> str:
+        return cls.build(env, seq, message=message).model_dump_json()
+
+
+_encode_str = json.encoder.encode_basestring  # the C encoder; output equal to the model's (tests prove it)
+
+
+class TextDeltaEvent(RunEvent):
+    """More answer text (coalesced; payload and suggestion blocks are held back)."""
+
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+    @classmethod
+    def wire(cls, env: Envelope, seq: int, *, text: str) -> str:
+        """Equal to `build(...).model_dump_json()` (a property test proves it), without validating: the hot path."""
+        if not text.isascii():
+            text.encode()  # a lone surrogate raises here, as the model's serializer would
+        return f'{{"type":"text_delta",{env.head}{seq}{env.tail},"text":{_encode_str(text)}}}'
+
+
+class ToolStartEvent(RunEvent):
+    """The model called a tool."""
+
+    type: Literal["tool_start"] = "tool_start"
+    tool: str
+    input: dict[str, Any]
+    tool_use_id: str
+
+    @classmethod
+    def wire(cls, env: Envelope, seq: int, *, tool: str, input: dict[str, Any], tool_use_id: str) -> str:
+        return cls.build(env, seq, tool=tool, input=input, tool_use_id=tool_use_id).model_dump_json()
+
+
+class ToolProgressEvent(RunEvent):
+    """A streaming tool reports progress."""
+
+    type: Literal["tool_progress"] = "tool_progress"
+    tool: str
+    stage: str
+    message: str
+    progress: float | None = None
+    data: Any = None
+
+    @classmethod
+    def wire(cls, env: Envelope, seq: int, *, tool: str, stage: str, message: str, progress: float | None, data: Any) -> str:
+        return cls.build(env, seq, tool=tool, stage=stage, message=message, progress=progress, data=data).model_dump_json()
+
+
+class ToolCompleteEvent(RunEvent):
+    """The tool finished; its card renders where `[[tool:<index>]]` is in the text."""
+
+    type: Literal["tool_complete"] = "tool_complete"
+    tool: str
+    index: int = Field(ge=0)
+
+    @classmethod
+    def wire(cls, env: Envelope, seq: int, *, tool: str, index: int) -> str:
+        return cls.build(env, seq, tool=tool, index=index).model_dump_json()
+
+
+class ToolApprovalEvent(RunEvent):
+    """The tool needs the user's approval: answer with `chat.approve` (or POST .../approve)."""
+
+    type: Literal["tool_approval"] = "tool_approval"
+    tool: str
+    input: dict[str, Any]
+    tool_use_id: str
+
+    @classmethod
+    def wire(cls, env: Envelope, seq: int, *, tool: str, input: dict[str, Any], tool_use_id: str) -> str:
+        return cls.build(env, seq, tool=tool, input=input, tool_use_id=tool_use_id).model_dump_json()
+
+
+class ErrorEvent(RunEvent):
+    """Terminal: the run failed (or was interrupted); what was streamed is saved."""
+
+    type: Literal["error"] = "error"
+    code: ErrorCode
+    message: str
+    terminal: ClassVar[bool] = True
+
+    @classmethod
+    def wire(cls, env: Envelope, seq: int, *, code: ErrorCode, message: str | None = None) -> str:
+        return error_event(code, message, run_id=env.run_id, seq=seq, conversation_id=env.conversation_id).model_dump_json()
+
+
+class CancelledEvent(RunEvent):
+    """Terminal: the user cancelled; what was streamed is saved."""
+
+    type: Literal["cancelled"] = "cancelled"
+    terminal: ClassVar[bool] = True
+
+    @classmethod
+    def wire(cls, env: Envelope, seq: int) -> str:
+        return cls.build(env, seq).model_dump_json()
+
+
+class FrameError(Frame):
+    """A refusal outside any run's event sequence (no seq); the socket stays open. Also every HTTP error body."""
+
+    type: Literal["error"] = "error"
+    code: ErrorCode
+    message: str
+    run_id: str | None = Field(default=None, exclude_if=omit_none)
+
+    def wire(self) -> str:
+        return self.model_dump_json()
+
+
+RUN_EVENTS: tuple[type[RunEvent], ...] = (
+    StatusEvent, TextDeltaEvent, ToolStartEvent, ToolProgressEvent, ToolCompleteEvent, ToolApprovalEvent,
+    CompleteEvent, ErrorEvent, CancelledEvent,
+)
+SERVER_EVENTS: tuple[type[Frame], ...] = (*RUN_EVENTS, FrameError)
+assert {m.model_fields["type"].default for m in RUN_EVENTS if m.terminal} == TERMINAL_TYPES
+
+
+@overload
+def error_event(code: ErrorCode, message: str | None = None, *, run_id: str | None = None, seq: None = None,
+                conversation_id: int | None = None) -> FrameError: ...
+@overload
+def error_event(code: ErrorCode, message: str | None = None, *, run_id: str, seq: int,
+                conversation_id: int | None) -> ErrorEvent: ...
+def error_event(code: ErrorCode, message: str | None = None, *, run_id: str | None = None, seq: int | None = None,
+                conversation_id: int | None = None) -> ErrorEvent | FrameError:
+    """The one error builder: a run's terminal `error` when `seq` is given, else a frame-level refusal.
+
+    `message` defaults to the code's meaning (chat/errors.py)."""
+    text = message or (ERRORS[code].meaning if code in ERRORS else "")  # an unknown code fails validation below
+    if seq is not None:
+        return ErrorEvent(run_id=run_id or "", seq=seq, conversation_id=conversation_id, code=code, message=text)
+    return FrameError(code=code, message=text, run_id=run_id)

@@ -1,0 +1,171 @@
+"""One live run in its owner's process: its ordered events, its followers, and its copy in the run log."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Concatenate, ParamSpec
+
+from chat.events import Envelope
+from chat.runs.log import RunLog
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+# An event builder of chat.events: `<Event>.wire(envelope, seq, **fields) -> str`.
+Builder = Callable[Concatenate[Envelope, int, P], str]
+
+
+class RunHandle:
+    """A run's events (seq = index + 1), kept in memory for followers here and copied in order to a shared log."""
+
+    __slots__ = (
+        "run_id", "conversation_id", "user_id", "envelope", "events", "done", "_changed", "task", "approvals",
+        "cancel_requested", "interrupting", "finishing", "created", "finished_at", "_log", "_log_wanted", "_writer",
+        "_written", "_rewrite", "_log_changed",
+    )
+
+    def __init__(self, run_id: str, conversation_id: int, user_id: int, run_log: RunLog | None = None) -> None:
+        self.run_id = run_id
+        self.conversation_id = conversation_id
+        self.user_id = user_id
+        self.envelope = Envelope(run_id, conversation_id)
+        self.events: list[str] = []
+        self.done = False
+        self._changed: asyncio.Future[None] | None = None  # created only while a follower waits
+        self.task: asyncio.Task[Any] | None = None
+        self.approvals: dict[str, asyncio.Future[bool]] = {}
+        self.cancel_requested = False
+        self.interrupting = False  # set by a graceful shutdown: the run ends `interrupted`, not `cancelled`
+        self.finishing = False  # saving its result: a cancel now would contradict what is being saved
+        self.created = time.monotonic()
+        self.finished_at: float | None = None
+        self._log = run_log if run_log is not None and run_log.shared else None
+        self._log_wanted = asyncio.Event() if self._log is not None else None
+        self._writer: asyncio.Task[None] | None = None
+        self._written = 0  # events known to be in the shared log
+        self._rewrite = False
+        self._log_changed = asyncio.Event()
+
+    @property
+    def last_seq(self) -> int:
+        return len(self.events)
+
+    @property
+    def durable_seq(self) -> int:
+        """The last seq other processes can read (all of them without a shared log: nobody else reads)."""
+        return self._written if self._log is not None else len(self.events)
+
+    @property
+    def shared(self) -> bool:
+        """True when the run's events are copied to a log other processes read."""
+        return self._log is not None
+
+    @property
+    def writer(self) -> asyncio.Task[None] | None:
+        return self._writer
+
+    def append(self, build: Builder[P], /, *args: P.args, **fields: P.kwargs) -> int:
+        """Build the next event (`build` is an event's `wire`), log it, then wake followers; returns its seq."""
+        if self.done:
+            raise RuntimeError("run already ended")
+        seq = len(self.events) + 1
+        self.events.append(build(self.envelope, seq, *args, **fields))
+        self._appended()
+        return seq
+
+    def end(self, build: Builder[P], /, *args: P.args, **fields: P.kwargs) -> int:
+        """Append the run's terminal event (complete, error or cancelled): nothing can follow it."""
+        if self.done:
+            raise RuntimeError("run already ended")
+        seq = len(self.events) + 1
+        self.events.append(build(self.envelope, seq, *args, **fields))
+        self.done = True
+        self.finished_at = time.monotonic()
+        self._appended()
+        return seq
+
+    def _appended(self) -> None:
+        changed, self._changed = self._changed, None
+        if changed is not None and not changed.done():
+            changed.set_result(None)
+        if self._log_wanted is not None:
+            self._log_wanted.set()
+            if self._writer is None or self._writer.done():
+                self._writer = asyncio.get_running_loop().create_task(self._write_log(), name=f"runlog:{self.run_id}")
+
+    async def follow(self, after_seq: int = 0) -> AsyncIterator[tuple[int, str]]:
+        """(seq, event) after `after_seq`, then live ones, until the terminal event."""
+        i = after_seq
+        while True:
+            while i < len(self.events):
+                i += 1
+                yield i, self.events[i - 1]
+            if self.done:
+                return
+            if self._changed is None:
+                self._changed = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._changed)  # shared by every follower: one leaving must not cancel it
+
+    async def wait_done(self) -> None:
+        async for _ in self.follow(len(self.events)):
+            pass
+
+    async def wait_durable(self, seq: int, timeout: float) -> bool:
+        """Wait until events up to `seq` are readable by other processes; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self.durable_seq < seq:
+            changed = self._log_changed
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(changed.wait(), remaining)
+            except TimeoutError:
+                return False
+        return True
+
+    def needs_check(self, now: float) -> bool:
+        """Worth checking that the shared log still holds everything (it may have been lost in a Redis restart)."""
+        return (self._log is not None and self.durable_seq == self.last_seq and not self._rewrite
+                and (not self.done or (self.finished_at is not None and now - self.finished_at < 300)))
+
+    def request_rewrite(self) -> None:
+        """The shared copy was found incomplete (Redis restarted): write the whole log again."""
+        if self._log is None or self._log_wanted is None:
+            return
+        self._rewrite = True
+        self._log_wanted.set()
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write_log(), name=f"runlog:{self.run_id}")
+
+    async def _write_log(self) -> None:
+        """Copy events to the shared log in order, batching whatever accumulated meanwhile."""
+        assert self._log is not None and self._log_wanted is not None
+        delay = 0.1
+        while True:
+            await self._log_wanted.wait()
+            self._log_wanted.clear()
+            n = len(self.events)
+            if self._written < n or self._rewrite:
+                terminal = self.done and n == len(self.events)
+                try:
+                    complete = True
+                    if not self._rewrite:
+                        complete = await self._log.append(self.run_id, self._written + 1, self.events[self._written:n], terminal=terminal)
+                    if self._rewrite or not complete:
+                        log.warning("run log of %s was incomplete; writing it again", self.run_id)
+                        await self._log.rewrite(self.run_id, self.events[:n], terminal=terminal)
+                    self._written, self._rewrite, delay = n, False, 0.1
+                    changed, self._log_changed = self._log_changed, asyncio.Event()
+                    changed.set()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # the store is down: keep the events in memory and retry with backoff
+                    log.warning("run log write failed; retrying", exc_info=log.isEnabledFor(logging.DEBUG))
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 2.0)
+                    self._log_wanted.set()
+                    continue
+            if self.done and self._written == len(self.events):
+                return

@@ -1,0 +1,322 @@
+"""The process's runs: owning them (tasks, not sockets), following any run wherever it lives, cancel and
+approval signalling across processes, the heartbeat with the stale-run sweep, and graceful shutdown.
+
+Guarantees (tested in tests/resilience/):
+- every event gets the next gapless seq and is in the in-memory log before any follower sees it; with a
+  shared run log it is then copied there in order, and re-copied whole if the log lost it (Redis restart)
+  while this process still holds the run;
+- a follower in any process gets seq after_seq+1.. exactly once each, then exactly one terminal event,
+  or `ResyncRequired` when those events are no longer retained anywhere;
+- a run whose owner died is closed: the sweep marks it `interrupted` and appends a terminal `error`
+  event to its log, so followers elsewhere end cleanly;
+- the channel layer is only a doorbell: cancel requests also leave a mark in the run log and approvals
+  are recorded in the database, and the owner polls both on its heartbeat.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from chat.conf import chat_settings
+from chat.limits import limiter
+from chat.models import Run
+from chat.runs import store
+from chat.runs.doorbell import Doorbell
+from chat.runs.handle import RunHandle
+from chat.runs.log import ResyncRequired, RunLog, RunState, run_log_from_settings
+from chat.runs.shutdown import SigtermChain
+
+log = logging.getLogger(__name__)
+PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"[:64]
+# A log that lacks its terminal event this long after the run ended in the database gets it from there.
+TERMINAL_GRACE = 3.0
+
+
+class RunManager:
+    """The process's registry of runs it owns, and the way to reach runs owned elsewhere."""
+
+    def __init__(self) -> None:
+        self.handles: dict[str, RunHandle] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._log: RunLog | None = None
+        self._background: asyncio.Task[Any] | None = None
+        self._doorbell = Doorbell({"run.cancel": self._on_cancel, "run.approve": self._on_approve})
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sigterm = SigtermChain()
+        self.stopping = False
+
+    # ---- configuration ---------------------------------------------------------------------------
+
+    def _bind_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop, self._log = loop, None
+            self._background = None
+            self._doorbell.reset()
+            self.stopping = False
+
+    def run_log(self) -> RunLog:
+        """The configured run-log backend (one instance per event loop: its clients are bound to the loop)."""
+        self._bind_loop()
+        if self._log is None:
+            self._log = run_log_from_settings()
+        return self._log
+
+    def shared_log(self) -> RunLog | None:
+        """The run log when other processes read it, else None."""
+        run_log = self.run_log()
+        return run_log if run_log.shared else None
+
+    # ---- owning runs -----------------------------------------------------------------------------
+
+    def create(self, run_id: str, conversation_id: int, user_id: int) -> RunHandle:
+        handle = RunHandle(run_id, conversation_id, user_id, self.run_log())
+        self.handles[run_id] = handle
+        return handle
+
+    def start(self, handle: RunHandle, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run `coro` as a task owned by the process (not by any socket or request)."""
+        task = asyncio.get_running_loop().create_task(coro, name=f"run:{handle.run_id}")
+        handle.task = task
+        self._tasks.add(task)
+        task.add_done_callback(lambda t: self._finished(handle, t))
+        self.ensure_background()
+        self.install_signal_handlers()
+        return task
+
+    def _finished(self, handle: RunHandle, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("run %s crashed", handle.run_id, exc_info=task.exception())
+        # keep finished runs replayable from memory for the retention window
+        asyncio.get_running_loop().call_later(chat_settings.CHAT_RUN_LOG_TTL, self._forget, handle)
+
+    def _forget(self, handle: RunHandle) -> None:
+        if self.handles.get(handle.run_id) is handle:
+            del self.handles[handle.run_id]
+
+    def local(self, run_id: str) -> RunHandle | None:
+        return self.handles.get(run_id)
+
+    def running_ids(self) -> list[str]:
+        return [rid for rid, h in self.handles.items() if not h.done]
+
+    # ---- following -------------------------------------------------------------------------------
+
+    async def follow(self, run_id: str, after_seq: int) -> AsyncIterator[tuple[int, str]]:
+        """(seq, event) after `after_seq`, live until the terminal one, from wherever the run lives."""
+        self.ensure_background()
+        handle = self.handles.get(run_id)
+        if handle is not None:
+            if after_seq > handle.last_seq:
+                raise ResyncRequired(run_id)
+            async for item in handle.follow(after_seq):
+                yield item
+            return
+        async for item in self.run_log().follow(run_id, after_seq, settle=self._settle):
+            yield item
+
+    async def _settle(self, run_id: str, missing_for: float | None) -> RunState:
+        """For a follower whose log is idle or missing: is the run alive? Close the log of a dead one."""
+        if run_id in self.handles:  # it is (now) owned here: its log is being written
+            return "running"
+        row = await store.run_row(run_id)
+        if row is None:
+            return "gone"
+        if row["status"] == Run.Status.RUNNING:
+            beat = row["heartbeat_at"]
+            if beat is None or store.age(beat) <= chat_settings.CHAT_STALE_AFTER:
+                return "running"  # its owner is alive and writes (or, after a Redis restart, rewrites) the log
+            await store.runs_sweep_stale()  # its owner stopped beating
+            row = await store.run_row(run_id)
+            if row is None:
+                return "gone"
+            if row["status"] == Run.Status.RUNNING:
+                return "running"
+        finished = row["finished_at"]
+        if missing_for is not None:
+            # Ended, and no log: expired (resync), or lost in a Redis restart and about to be rewritten by
+            # its owner if that is alive and the run recent: give the owner a couple of heartbeats.
+            # (Not for a swept run: its owner is dead. Not past the TTL: then the log simply expired.)
+            recent = (row["status"] != Run.Status.INTERRUPTED and finished is not None
+                      and store.age(finished) < min(300, chat_settings.CHAT_RUN_LOG_TTL))
+            return "running" if recent and missing_for < 2 * chat_settings.CHAT_HEARTBEAT_INTERVAL + 1 else "gone"
+        # ended in the database; normally its owner writes the terminal event within milliseconds
+        if row["status"] != Run.Status.INTERRUPTED and (finished is None or store.age(finished) < TERMINAL_GRACE):
+            return "running"
+        appended = await self.close_log(run_id)
+        return "closed" if appended >= 0 else "gone"
+
+    async def close_log(self, run_id: str) -> int:
+        """Give the log of a run that ended without writing it (its process died) its terminal event."""
+        shared = self.shared_log()
+        run = await store.run_ended(run_id=run_id) if shared is not None else None
+        if shared is None or run is None:
+            return -1
+        event = None
+        if run.status != Run.Status.INTERRUPTED:
+            event = await sync_to_async(store.run_terminal_event)(run=run, staff=False, seq=0)
+        if event is None:
+            event = store.run_interrupted_event(run=run, seq=0)
+        before, after = event.envelope().around_seq(event.model_dump_json())
+        seq = await shared.close_stream(run_id, before, after)
+        if seq > 0:
+            await store.run_last_seq_set(run_id=run_id, seq=seq)
+        return seq
+
+    # ---- signalling ------------------------------------------------------------------------------
+
+    async def cancel(self, run_id: str) -> None:
+        """Ask the owning process to cancel the run (directly when it is this one)."""
+        handle = self.handles.get(run_id)
+        if handle is not None:
+            if not handle.done and not handle.finishing and handle.task is not None:
+                handle.cancel_requested = True
+                handle.task.cancel()
+            return
+        shared = self.shared_log()
+        if shared is not None:
+            try:  # the owner also polls this mark on its heartbeat: a lost doorbell is only a delay
+                await shared.request_cancel(run_id)
+            except shared.errors:
+                log.warning("could not record the cancel request of %s", run_id)
+        await self._doorbell.ring(run_id, {"type": "run.cancel", "run_id": run_id})
+
+    async def deliver_approval(self, run_id: str, tool_use_id: str, approved: bool) -> None:
+        """Hand an (already recorded) approval answer to the process running the tool."""
+        handle = self.handles.get(run_id)
+        if handle is not None:
+            fut = handle.approvals.get(tool_use_id)
+            if fut is not None and not fut.done():
+                fut.set_result(approved)
+            return
+        # the answer is in the database; the owner also finds it there on its heartbeat
+        await self._doorbell.ring(run_id, {"type": "run.approve", "run_id": run_id, "tool_use_id": tool_use_id, "approved": approved})
+
+    async def listen_for(self, run_id: str) -> None:
+        """Receive the run's cancel/approve messages sent from other processes."""
+        await self._doorbell.listen(run_id, self._spawn)
+
+    async def _on_cancel(self, message: dict[str, Any]) -> None:
+        if message["run_id"] in self.handles:
+            await self.cancel(message["run_id"])
+
+    async def _on_approve(self, message: dict[str, Any]) -> None:
+        if message["run_id"] in self.handles:
+            await self.deliver_approval(message["run_id"], message["tool_use_id"], message["approved"])
+
+    # ---- heartbeat + sweep -----------------------------------------------------------------------
+
+    def ensure_background(self) -> None:
+        """Start the heartbeat/sweep task once per event loop."""
+        self._bind_loop()
+        if self._background is None or self._background.done():
+            self._background = self._spawn(self._heartbeat_loop())
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("heartbeat failed", exc_info=True)
+            await asyncio.sleep(chat_settings.CHAT_HEARTBEAT_INTERVAL)
+
+    async def tick(self) -> None:
+        """One heartbeat: mark owned runs alive, sweep dead owners' runs, repair and poll what the doorbell may miss."""
+        await store.runs_heartbeat(run_ids=self.running_ids(), process_id=PROCESS_ID)
+        if await store.runs_sweep_stale():
+            await self._close_swept()
+        await self._poll_approvals()
+        shared = self.shared_log()
+        if shared is not None:
+            for step in (self._verify_logs, self._poll_cancels):
+                try:
+                    await step(shared)
+                except shared.errors:
+                    log.warning("the run log is unavailable during the heartbeat")
+        await limiter.refresh()
+
+    async def _close_swept(self) -> None:
+        shared = self.shared_log()
+        if shared is None:
+            return
+        for run_id in await store.runs_recently_interrupted():
+            try:
+                await self.close_log(run_id)
+            except shared.errors:
+                log.warning("could not close the log of interrupted run %s", run_id)
+
+    async def _verify_logs(self, shared: RunLog) -> None:
+        """After a Redis restart the logs are gone: rewrite those of runs this process still holds."""
+        now = time.monotonic()
+        check = [h for h in self.handles.values() if h.needs_check(now)]
+        if not check:
+            return
+        for h, length in zip(check, await shared.lengths([h.run_id for h in check]), strict=True):
+            if length < h.durable_seq:
+                h.request_rewrite()
+
+    async def _poll_cancels(self, shared: RunLog) -> None:
+        for run_id in await shared.cancel_requested(self.running_ids()):
+            await self.cancel(run_id)
+
+    async def _poll_approvals(self) -> None:
+        waiting = {(rid, tid): fut for rid, h in self.handles.items() if not h.done for tid, fut in h.approvals.items() if not fut.done()}
+        if not waiting:
+            return
+        for run_id, tool_use_id, approved in await store.approvals_answered(run_ids={rid for rid, _ in waiting}):
+            fut = waiting.get((run_id, tool_use_id))
+            if fut is not None and not fut.done():
+                fut.set_result(approved)
+
+    # ---- graceful shutdown -----------------------------------------------------------------------
+
+    def install_signal_handlers(self) -> None:
+        """On SIGTERM, let running runs finish (or checkpoint them) before the server's own handler stops it."""
+        if chat_settings.CHAT_GRACEFUL_SHUTDOWN:
+            self._sigterm.install(self._on_sigterm)
+
+    async def _on_sigterm(self) -> None:
+        log.warning("SIGTERM: finishing %d running run(s) before stopping", len(self.running_ids()))
+        await self.shutdown(timeout=chat_settings.CHAT_SHUTDOWN_TIMEOUT)
+
+    async def shutdown(self, timeout: float = 10.0) -> None:
+        """Graceful stop: let running runs finish for up to `timeout`, then interrupt them (their partial
+        answer is saved and their terminal event written), and flush the run logs."""
+        self.stopping = True
+        deadline = time.monotonic() + timeout
+        while True:  # runs started during the grace period are waited for too
+            running = [h.task for h in self.handles.values() if h.task is not None and not h.task.done()]
+            if not running:
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                for h in self.handles.values():
+                    if h.task is not None and not h.task.done() and not h.finishing:
+                        h.interrupting = True
+                        h.task.cancel()
+                await asyncio.wait(running, timeout=5)
+                break
+            await asyncio.wait(running, timeout=remaining, return_when=asyncio.ALL_COMPLETED)
+        writers = [w for h in self.handles.values() if (w := h.writer) is not None and not w.done()]
+        if writers:
+            await asyncio.wait(writers, timeout=5)
+
+
+manager = RunManager()
