@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "tools",
     "payloads",
     "pages",
+    "pages.demo",  # the demo site: only this project installs it
 ]
 
 MIDDLEWARE = [

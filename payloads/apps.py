@@ -1,4 +1,4 @@
-"""Payloads app: system checks for registered payload types and their ORM mirror after migrate."""
+"""Payloads app (label `pagechat_payloads`): system checks for payload types and their ORM mirror after migrate."""
 from typing import Any
 
 from django.apps import AppConfig
@@ -8,12 +8,11 @@ from django.db.models.signals import post_migrate
 
 class PayloadsConfig(AppConfig):
     name = "payloads"
+    label = "pagechat_payloads"
+    verbose_name = "pagechat payload types"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.utils.module_loading import autodiscover_modules
-
-        autodiscover_modules("chat_payloads")
         checks.register(check_payloads)
         post_migrate.connect(_sync, sender=self)
 
