@@ -20,7 +20,21 @@ class PayloadsConfig(AppConfig):
 def check_payloads(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     from payloads.registry import registry
 
-    return [checks.Error(problem, id="payloads.E001") for problem in registry.check()]
+    return payload_problems(registry)
+
+
+def payload_problems(registry: Any) -> list[checks.CheckMessage]:
+    """Problems of the given payload registry (tests pass their own instance)."""
+    errors: list[checks.CheckMessage] = [checks.Error(problem, id="payloads.E001") for problem in registry.check()]
+    for refused in registry.refused:
+        if refused.kind == "type":
+            msg, cid = f"payload type {refused.name!r} is registered twice: in {refused.first} and in {refused.second}", "payloads.E002"
+        elif refused.kind == "marker":
+            msg, cid = f"marker {refused.name!r} is used twice: in {refused.first} and in {refused.second}", "payloads.E003"
+        else:
+            msg, cid = f"marker {refused.name!r} (in {refused.second}) is reserved for the built-in suggestions", "payloads.E004"
+        errors.append(checks.Error(msg + " (the second is ignored)", hint="Payload types and markers are global: rename one.", id=cid))
+    return errors
 
 
 def _sync(**kwargs: Any) -> None:

@@ -31,22 +31,20 @@ def test_schema_and_description_come_from_signature_and_docstring() -> None:
         spec.executor({"query": "x", "evil": 1}, ToolContext())
 
 
-def test_duplicates_and_missing_docstrings_are_refused() -> None:
-    reg = ToolRegistry()
-
-    def a(x: int) -> str:
-        """A."""
-        return ""
-
-    reg.register(spec_from_function(a))
-    with pytest.raises(ValueError):
-        reg.register(spec_from_function(a))
-
+def test_mistakes_do_not_raise_at_import_but_are_carried_for_the_checks() -> None:
     def undocumented(x: int) -> str:
         return ""
 
-    with pytest.raises(ValueError):
-        spec_from_function(undocumented)
+    def unannotated(query, limit: int = 5) -> str:  # type: ignore[no-untyped-def]
+        """Search."""
+        return ""
+
+    assert spec_from_function(undocumented).description == ""
+    spec = spec_from_function(unannotated)
+    assert spec.problems and "'query' has no type annotation" in spec.problems[0]
+    reg = ToolRegistry()
+    reg.register(spec)
+    assert reg.resolve(["unannotated"]) == []  # never offered to the model
 
 
 def test_resolve_orders_globals_first_and_skips_disabled_and_unknown() -> None:
