@@ -3,7 +3,7 @@ and what each costs every other request (GET of the API root, an async view) aga
 
     .venv/bin/python -m tests.bench.static_files [--seconds 5] [--runs 3] [--connections 20]
 
-Needs both packages installed (`pip install whitenoise servestatic`); not part of `make test`.
+Needs WhiteNoise too (`.venv/bin/pip install whitenoise==6.12.0`); not part of `make test`.
 """
 from __future__ import annotations
 
