@@ -48,7 +48,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.close()
             return
         self.user = user
-        self.socket_id = self.channel_name or uuid.uuid4().hex
+        # no channel layer configured (a host without CHANNEL_LAYERS): no channel_name either
+        self.socket_id = getattr(self, "channel_name", None) or uuid.uuid4().hex
         if not await limiter.socket_acquire(user.pk, self.socket_id):
             # accept only to say why, then close: a refused handshake would look like an auth failure
             await self.accept()

@@ -13,7 +13,9 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework import mixins, serializers, viewsets
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -212,6 +214,10 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
                           mixins.UpdateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
     """The user's own conversations; anyone else's id is a 404."""
 
+    # Declared here, not taken from the host's DRF defaults (which may be AllowAny).
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+
     def get_queryset(self) -> Any:
         return selectors.conversation_list(user=self.request.user)
 
@@ -234,6 +240,9 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
 
 class ChatView(APIView):
     """POST /api/chat: one non-streaming turn; the body is the final `complete` event's payload (or an error)."""
+
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
 
     def post(self, request: Request) -> HttpResponse:
         frame = _send_frame(request.body)

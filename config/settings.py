@@ -1,5 +1,6 @@
 """Settings from the environment; every service has an embedded default (SQLite, in-memory layer)."""
 import os
+import warnings
 from pathlib import Path
 
 import environ
@@ -36,10 +37,14 @@ INSTALLED_APPS = [
     "tools",
     "payloads",
     "pages",
+    "pages.demo",  # the demo site: only this project installs it
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files straight from daphne (no proxy needed): collectstatic output, compressed, cache headers.
+    # Async-capable, so async views (SSE) do not run behind a sync adapter (see the README's dependencies).
+    "servestatic.middleware.ServeStaticMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -137,7 +142,14 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
+if DEBUG:  # in development static files come from the finders; STATIC_ROOT exists only after collectstatic
+    warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
+# Gzip copies made by collectstatic; no manifest, so unhashed URLs (the tray's ES module imports) keep working.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "servestatic.storage.CompressedStaticFilesStorage"},
+}
 
 LOGGING = {
     "version": 1,

@@ -1,11 +1,11 @@
-"""Staff views of the chat pages (read-only mirror) and the demo domain."""
+"""Staff view of the chat pages (a read-only mirror of the page registry)."""
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
 
-from pages.models import Article, ChatPage, Report, ResearchStream
+from pages.models import ChatPage
 
 
 @admin.register(ChatPage)
@@ -19,22 +19,3 @@ class ChatPageAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: Any, obj: Any = None) -> bool:
         return False
-
-
-@admin.register(ResearchStream)
-class ResearchStreamAdmin(admin.ModelAdmin):
-    list_display = ["name", "owner", "report_frequency", "updated_at"]
-    search_fields = ["name", "purpose", "owner__username"]
-
-
-@admin.register(Article)
-class ArticleAdmin(admin.ModelAdmin):
-    list_display = ["external_id", "title", "journal", "published_date", "topic"]
-    list_filter = ["topic"]
-    search_fields = ["external_id", "title"]
-
-
-@admin.register(Report)
-class ReportAdmin(admin.ModelAdmin):
-    list_display = ["title", "stream", "created_at"]
-    search_fields = ["title"]

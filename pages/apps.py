@@ -1,25 +1,23 @@
-"""Pages app: registers every page file under pages/site/ and any app's `chat_pages` module."""
-import importlib
-import pkgutil
-
+"""Pages app (label `pagechat_pages`): imports every installed app's `assistant` module, checks, the page mirror."""
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
+
+DISCOVERY_MODULE = "assistant"
 
 
 class PagesConfig(AppConfig):
     name = "pages"
+    label = "pagechat_pages"
+    verbose_name = "pagechat pages"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
         from django.utils.module_loading import autodiscover_modules
 
         from pages import checks  # noqa: F401  (registers system checks)
-        import pages.site
 
-        # one file per page: importing it registers its PageSpec (and its tools/payloads)
-        for info in pkgutil.iter_modules(pages.site.__path__):
-            importlib.import_module(f"pages.site.{info.name}")
-        autodiscover_modules("chat_pages")
+        # One discovery module per app: `<app>/assistant.py` registers its tools, payload types and pages.
+        autodiscover_modules(DISCOVERY_MODULE)
         post_migrate.connect(_sync, sender=self)
 
 

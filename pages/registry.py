@@ -1,9 +1,15 @@
 """The page registry: what each page tells the agent (identity, context, tools, payloads, actions)."""
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+logger = logging.getLogger(__name__)
+# Unknown page names come from browsers: remember a bounded number so each is logged once, memory stays bounded.
+UNKNOWN_PAGES_REMEMBERED = 256
 
 ContextBuilder = Callable[[dict[str, Any], Any], str]  # (request context, user) -> CONTEXT text
 
@@ -103,23 +109,67 @@ BUILTIN_CLIENT_ACTIONS: tuple[ClientAction, ...] = (
 DEFAULT_PAGE = PageSpec(name="default")
 
 
+@dataclass(frozen=True)
+class Duplicate:
+    """A second page under a taken name: not registered, reported by a system check (pages.E005)."""
+
+    name: str
+    first: str
+    second: str
+
+
+def caller_origin() -> str:
+    """`file:line` of the code that called into this module (the registration site)."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
 class PageRegistry:
-    """Pages by name; `get()` of an unknown page gives the default page."""
+    """Pages by name; `get()` of an unknown page gives the default page (and logs a warning once per name)."""
 
     def __init__(self) -> None:
         self._pages: dict[str, PageSpec] = {}
+        self._origins: dict[str, str] = {}
+        self.duplicates: list[Duplicate] = []
+        self.unknown_requested: set[str] = set()
 
-    def register(self, spec: PageSpec) -> PageSpec:
-        if spec.name in self._pages and self._pages[spec.name] is not spec:
-            raise ValueError(f"page {spec.name!r} is already registered")
+    def register(self, spec: PageSpec, *, origin: str | None = None) -> PageSpec:
+        """Add a page; another page under a taken name from elsewhere is recorded in `duplicates`, not added."""
+        origin = origin or caller_origin()
+        known = self._pages.get(spec.name)
+        if known is not None and known is not spec and self._origins.get(spec.name) != origin:
+            self.duplicates.append(Duplicate(spec.name, self._origins[spec.name], origin))
+            return spec
         self._pages[spec.name] = spec
+        self._origins[spec.name] = origin
         return spec
 
     def unregister(self, name: str) -> None:
         self._pages.pop(name, None)
+        self._origins.pop(name, None)
+
+    def origin(self, name: str) -> str:
+        """Where the page called `name` was registered (`file:line`), or ""."""
+        return self._origins.get(name, "")
 
     def get(self, name: str | None) -> PageSpec:
-        return self._pages.get(name or "", DEFAULT_PAGE)
+        """The page called `name`; the default page when none is named or the name is unknown (logged once)."""
+        spec = self._pages.get(name or "")
+        if spec is not None:
+            return spec
+        if name:
+            self.note_unknown(name)
+        return DEFAULT_PAGE
+
+    def note_unknown(self, name: str) -> None:
+        """Log a page name that is not registered (the tray or a request named it); once per name, bounded."""
+        if name in self.unknown_requested or len(self.unknown_requested) >= UNKNOWN_PAGES_REMEMBERED:
+            return
+        self.unknown_requested.add(name)
+        logger.warning("chat page %r is not registered: using the default page (no page tools or payloads). "
+                       "Register it with pages.registry.register_page in an app's assistant.py.", name[:100])
 
     def __contains__(self, name: object) -> bool:
         return name in self._pages

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import secrets
+import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -16,25 +18,57 @@ def assign_payload_id() -> str:
     return secrets.token_hex(4)
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A registration that was not added (taken type or marker, reserved marker); a system check reports it."""
+
+    kind: Literal["type", "marker", "reserved"]
+    name: str
+    first: str  # where the holder was registered ("" for the reserved suggestion markers)
+    second: str
+
+
+def caller_origin() -> str:
+    """`file:line` of the code that called into this module (the registration site)."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
 class PayloadRegistry:
-    """Payload specs by type and by marker; register() refuses duplicate types and markers."""
+    """Payload specs by type and by marker; a taken type or marker is not added but reported (see `refused`)."""
 
     def __init__(self) -> None:
         self._by_type: dict[str, PayloadSpec] = {}
         self._by_marker: dict[str, PayloadSpec] = {}
+        self._origins: dict[str, str] = {}
+        self.refused: list[Refused] = []
 
-    def register(self, spec: PayloadSpec) -> PayloadSpec:
-        """Add spec; ValueError if its type or marker is taken (the suggestion markers are reserved)."""
-        if spec.type in self._by_type:
-            raise ValueError(f"payload type {spec.type!r} is already registered")
+    def register(self, spec: PayloadSpec, *, origin: str | None = None) -> PayloadSpec:
+        """Add spec, unless its type or marker is taken or reserved: then it is recorded in `refused`, not added.
+
+        The same registration site registering again (a module reloaded) replaces the earlier spec."""
+        origin = origin or caller_origin()
+        known = self._by_type.get(spec.type)
+        if known is not None and known is not spec and self._origins[spec.type] == origin:
+            self.unregister(spec.type)
+        elif known is not None:
+            if known is not spec:
+                self.refused.append(Refused("type", spec.type, self._origins[spec.type], origin))
+            return spec
         marker = spec.parse_marker
         if marker is not None:
             if marker in BUILTIN_MARKERS:
-                raise ValueError(f"marker {marker!r} is reserved for suggestions")
+                self.refused.append(Refused("reserved", marker, "", origin))
+                return spec
             if marker in self._by_marker:
-                raise ValueError(f"marker {marker!r} is already used by {self._by_marker[marker].type!r}")
+                holder = self._by_marker[marker]
+                self.refused.append(Refused("marker", marker, self._origins[holder.type], origin))
+                return spec
             self._by_marker[marker] = spec
         self._by_type[spec.type] = spec
+        self._origins[spec.type] = origin
         return spec
 
     def payload(self, **fields: Any) -> Callable[[type[BaseModel]], type[BaseModel]]:
@@ -49,8 +83,13 @@ class PayloadRegistry:
     def unregister(self, type_: str) -> None:
         """Remove a type (tests, reloads); KeyError if absent."""
         spec = self._by_type.pop(type_)
+        self._origins.pop(type_, None)
         if spec.parse_marker is not None:
             self._by_marker.pop(spec.parse_marker, None)
+
+    def origin(self, type_: str) -> str:
+        """Where `type_` was registered (`file:line`), or ""."""
+        return self._origins.get(type_, "")
 
     def get(self, type_: str) -> PayloadSpec | None:
         """The spec for a type, or None."""

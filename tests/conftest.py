@@ -179,8 +179,8 @@ async def ws_connect(user: Any | None = None, *, token: str | None = None, heade
 @pytest.fixture
 def corpus(db: Any) -> int:
     """The shipped article corpus (transactional tests flush what the data migration loaded)."""
-    from pages.models import Article
-    from pages.site.data import load_articles
+    from pages.demo.data import load_articles
+    from pages.demo.models import Article
 
     if not Article.objects.exists():
         load_articles(Article)

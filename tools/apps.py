@@ -1,19 +1,18 @@
-"""Tools app: autodiscovers `tools` modules and mirrors registered tools in the ORM after migrate."""
+"""Tools app (label `pagechat_tools`): built-in tools, system checks, the ORM mirror of tools after migrate."""
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
 
 class ToolsConfig(AppConfig):
     name = "tools"
+    label = "pagechat_tools"
+    verbose_name = "pagechat tools"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.utils.module_loading import autodiscover_modules
-
-        from tools import checks  # noqa: F401  (registers system checks)
         from tools import builtin  # noqa: F401
+        from tools import checks  # noqa: F401  (registers system checks)
 
-        autodiscover_modules("tools")
         post_migrate.connect(_sync, sender=self)
 
 

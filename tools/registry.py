@@ -1,7 +1,9 @@
 """The tool registry: an instance filled by `@registry.tool` / `register()`, like Django's AdminSite."""
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
 from tools.spec import ToolSpec, spec_from_function
@@ -9,17 +11,46 @@ from tools.spec import ToolSpec, spec_from_function
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+@dataclass(frozen=True)
+class Duplicate:
+    """A second registration of a taken name: kept out of the registry and reported by a system check."""
+
+    name: str
+    first: str
+    second: str
+
+
+def caller_origin() -> str:
+    """`file:line` of the code that called into this module (the registration site)."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def function_origin(fn: Callable[..., Any]) -> str:
+    """`file:line` where `fn` is defined (falls back to the registration site)."""
+    code = getattr(fn, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else caller_origin()
+
+
 class ToolRegistry:
-    """Tools by name; duplicate names are an error."""
+    """Tools by name; a second tool with a taken name is not registered but reported by `check` (tools.E003)."""
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolSpec] = {}
+        self._origins: dict[str, str] = {}
+        self.duplicates: list[Duplicate] = []
 
-    def register(self, spec: ToolSpec) -> ToolSpec:
-        """Add a spec; a second spec with the same name raises ValueError."""
-        if spec.name in self._tools and self._tools[spec.name] is not spec:
-            raise ValueError(f"tool {spec.name!r} is already registered (from {self._tools[spec.name].module})")
+    def register(self, spec: ToolSpec, *, origin: str | None = None) -> ToolSpec:
+        """Add a spec; a different spec under a taken name from elsewhere is recorded in `duplicates`, not added."""
+        origin = origin or caller_origin()
+        known = self._tools.get(spec.name)
+        if known is not None and known is not spec and self._origins.get(spec.name) != origin:
+            self.duplicates.append(Duplicate(spec.name, self._origins[spec.name], origin))
+            return spec
         self._tools[spec.name] = spec
+        self._origins[spec.name] = origin
         return spec
 
     @overload
@@ -29,12 +60,17 @@ class ToolRegistry:
     def tool(self, fn: F | None = None, **options: Any) -> F | Callable[[F], F]:
         """Decorator: register a typed function as a tool (`@registry.tool` or `@registry.tool(is_global=True)`)."""
         def decorate(f: F) -> F:
-            self.register(spec_from_function(f, **options))
+            self.register(spec_from_function(f, **options), origin=function_origin(f))
             return f
         return decorate(fn) if fn is not None else decorate
 
     def unregister(self, name: str) -> None:
         self._tools.pop(name, None)
+        self._origins.pop(name, None)
+
+    def origin(self, name: str) -> str:
+        """Where the tool called `name` was registered (`file:line`), or ""."""
+        return self._origins.get(name, "")
 
     def get(self, name: str) -> ToolSpec | None:
         return self._tools.get(name)
@@ -57,7 +93,8 @@ class ToolRegistry:
         seen: dict[str, ToolSpec] = {}
         for name in [*self.global_names(), *names]:
             spec = self._tools.get(name)
-            if spec is not None and name not in off and name not in seen:
+            # A tool whose schema did not build is reported by the checks and never offered to the model.
+            if spec is not None and not spec.problems and name not in off and name not in seen:
                 seen[name] = spec
         return list(seen.values())
 

@@ -25,6 +25,7 @@ class ToolSpec:
     side_effects: bool = False
     module: str = ""
     tags: tuple[str, ...] = field(default_factory=tuple)
+    problems: tuple[str, ...] = ()  # why the schema did not build (reported by checks; never offered to the model)
 
     def as_agent_tool(self, *, description: str | None = None, requires_approval: bool | None = None) -> AgentTool:
         """The loop's view of this tool, with staff overrides applied."""
@@ -48,39 +49,61 @@ def spec_from_function(
     input_schema: dict[str, Any] | None = None,
     **options: Any,
 ) -> ToolSpec:
-    """Build a ToolSpec from a typed function; a parameter named `ctx` receives the ToolContext."""
+    """Build a ToolSpec from a typed function; a parameter named `ctx` receives the ToolContext.
+
+    Mistakes (no docstring, a parameter without a usable annotation) do not raise: the spec carries them and
+    the system checks report them (tools.E002, tools.E004)."""
     doc = inspect.getdoc(fn) or ""
     desc = description or doc.strip()
-    if not desc:
-        raise ValueError(f"tool {fn.__name__!r} needs a docstring or a description")
     sig = inspect.signature(fn)
     wants_ctx = "ctx" in sig.parameters
+    problems: tuple[str, ...] = ()
+    validate: Callable[[Any], BaseModel] | None = None
     if input_schema is None:
-        model = _input_model(fn, sig)
-        input_schema = model.model_json_schema()
-        input_schema.pop("title", None)
-        validate = model.model_validate
-    else:
-        model = None
-        validate = None
+        model, problems = _input_model(fn, sig)
+        if model is None:
+            input_schema = {"type": "object", "properties": {}}
+        else:
+            input_schema = model.model_json_schema()
+            input_schema.pop("title", None)
+            validate = model.model_validate
     executor = _executor(fn, validate, wants_ctx)
     streaming = inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
     return ToolSpec(
         name=name or fn.__name__, description=desc, input_schema=input_schema, executor=executor,
-        streaming=options.pop("streaming", streaming), module=fn.__module__, **options,
+        streaming=options.pop("streaming", streaming), module=fn.__module__, problems=problems, **options,
     )
 
 
-def _input_model(fn: Callable[..., Any], sig: inspect.Signature) -> type[BaseModel]:
-    hints = get_type_hints(fn)
+def _input_model(fn: Callable[..., Any], sig: inspect.Signature) -> tuple[type[BaseModel] | None, tuple[str, ...]]:
+    """The pydantic model of the parameters, or None and why not (one message per unusable parameter)."""
+    try:
+        hints = get_type_hints(fn)
+    except Exception as exc:  # an unresolvable forward reference: report it, do not fail the import
+        return None, (f"type hints do not resolve: {exc}",)
     fields: dict[str, Any] = {}
+    problems: list[str] = []
     for pname, param in sig.parameters.items():
         if pname == "ctx" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        annotation = hints.get(pname, Any)
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[pname] = (annotation, default)
-    return create_model(f"{fn.__name__}_input", __config__=ConfigDict(extra="forbid"), **fields)
+        if pname not in hints:
+            problems.append(f"parameter {pname!r} has no type annotation (the model needs one to call the tool)")
+            continue
+        fields[pname] = (hints[pname], ... if param.default is inspect.Parameter.empty else param.default)
+    if problems:
+        return None, tuple(problems)
+    try:
+        model = create_model(f"{fn.__name__}_input", __config__=ConfigDict(extra="forbid"), **fields)
+        model.model_json_schema()
+        return model, ()
+    except Exception:  # pydantic cannot describe some type as JSON: name the parameter(s)
+        pass
+    for pname, (annotation, default) in fields.items():
+        try:
+            create_model("probe", **{pname: (annotation, default)}).model_json_schema()  # type: ignore[call-overload]
+        except Exception as exc:
+            problems.append(f"parameter {pname!r}: annotation {annotation!r} has no JSON schema ({type(exc).__name__})")
+    return None, tuple(problems or ["the parameters do not make a JSON schema"])
 
 
 def _executor(fn: Callable[..., Any], validate: Callable[[Any], BaseModel] | None, wants_ctx: bool) -> Callable[..., Any]:

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils.module_loading import import_string
 
 from chat.conf import chat_settings
+from pages.registry import registry as page_registry
 
 register = template.Library()
 
@@ -53,6 +54,8 @@ class ChatTrayNode(template.Node):
         if user is None or not getattr(user, "is_authenticated", False):
             return ""
         page = str(values.get("page") or "")
+        if page and page not in page_registry:  # literal names are a system check (pages.E008); variables are logged here
+            page_registry.note_unknown(page)
         page_context = values.get("context")
         if page_context is not None and not isinstance(page_context, dict):
             raise template.TemplateSyntaxError("chat_tray: context= must be a dict")

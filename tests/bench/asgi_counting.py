@@ -19,17 +19,17 @@ if os.environ.get("BENCH_SWITCH_INTERVAL"):  # experiment knob: the GIL hand-off
     sys.setswitchinterval(float(os.environ["BENCH_SWITCH_INTERVAL"]))
 
 _lock = threading.Lock()
-_statements: Counter[str] = Counter()  # "INSERT chat_message", "SELECT", ...
+_statements: Counter[str] = Counter()  # "INSERT pagechat_message", "SELECT", ...
 _WRITE = re.compile(r'^\s*(INSERT|UPDATE|DELETE|REPLACE)\b(?:\s+OR\s+\w+)?(?:\s+INTO)?\s+"?(\w+)"?', re.I)
-_HEARTBEAT = re.compile(r'^\s*UPDATE\s+"?chat_run"?\s+SET\s+"?heartbeat_at"?', re.I)
+_HEARTBEAT = re.compile(r'^\s*UPDATE\s+"?pagechat_run"?\s+SET\s+"?heartbeat_at"?', re.I)
 _profiler: cProfile.Profile | None = None
 
 
 def _count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
     m = _WRITE.match(sql)
     key = f"{m.group(1).upper()} {m.group(2)}" if m else sql.lstrip()[:9].split(" ", 1)[0].upper()
-    if key == "UPDATE chat_run" and _HEARTBEAT.search(sql):
-        key = "UPDATE chat_run (heartbeat)"  # one statement per interval for all of the process's runs
+    if key == "UPDATE pagechat_run" and _HEARTBEAT.search(sql):
+        key = "UPDATE pagechat_run (heartbeat)"  # one statement per interval for all of the process's runs
     with _lock:
         _statements[key] += 1
     return execute(sql, params, many, context)

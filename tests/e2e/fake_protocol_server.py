@@ -30,7 +30,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 ROOT = Path(__file__).resolve().parents[2]
-STATIC_ROOTS = (ROOT / "chat" / "static", ROOT / "static")  # the app's static files, then the site's
+STATIC_ROOTS = (ROOT / "chat" / "static", ROOT / "pages" / "demo" / "static", ROOT / "static")  # the apps' static files, then the site's
 CONTENT_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".png": "image/png", ".svg": "image/svg+xml"}
 
 Script = Callable[["FakeRun", dict[str, Any]], Awaitable[None]]

@@ -215,7 +215,7 @@ def demo_id(server: LiveServer) -> int:
 
 
 def stream_id(server: LiveServer, name: str) -> int:
-    return server.query("SELECT id FROM pages_researchstream WHERE name = ? AND owner_id = ?", name, demo_id(server))[0][0]
+    return server.query("SELECT id FROM pagechat_demo_researchstream WHERE name = ? AND owner_id = ?", name, demo_id(server))[0][0]
 
 
 # ---- 1 + 8: home -> chips -> form payload -> server action (DB) -> client action (navigate) -----------
@@ -223,7 +223,7 @@ def stream_id(server: LiveServer, name: str) -> int:
 
 def test_home_create_stream_flow_server_and_client_actions(open_page: Callable[..., Page], site_server: LiveServer) -> None:
     page = open_page(site_server, "/")
-    before = site_server.query("SELECT count(*) FROM pages_researchstream WHERE name = 'Oncology Intelligence'")[0][0]
+    before = site_server.query("SELECT count(*) FROM pagechat_demo_researchstream WHERE name = 'Oncology Intelligence'")[0][0]
     assert before == 0
 
     # The page's own prompt button opens the tray and sends its data-chat-prompt (instead of following the link).
@@ -252,13 +252,13 @@ def test_home_create_stream_flow_server_and_client_actions(open_page: Callable[.
     expect(reply).to_contain_text("Created Oncology Intelligence")
     wait_idle(page)
     row = site_server.wait_for_row(
-        "SELECT id, report_frequency FROM pages_researchstream WHERE name = 'Oncology Intelligence' AND owner_id = ?", demo_id(site_server)
+        "SELECT id, report_frequency FROM pagechat_demo_researchstream WHERE name = 'Oncology Intelligence' AND owner_id = ?", demo_id(site_server)
     )
     new_id, frequency = row
     assert frequency == "weekly"
-    assert site_server.query("SELECT count(*) FROM pages_channel WHERE stream_id = ?", new_id)[0][0] == 2
+    assert site_server.query("SELECT count(*) FROM pagechat_demo_channel WHERE stream_id = ?", new_id)[0][0] == 2
     kinds = [r[0] for r in site_server.query(
-        "SELECT interaction_type FROM chat_message WHERE conversation_id = ? AND role = 'user' ORDER BY id", conversation_id(page))]
+        "SELECT interaction_type FROM pagechat_message WHERE conversation_id = ? AND role = 'user' ORDER BY id", conversation_id(page))]
     assert kinds == ["text_input", "value_selected", "action_executed"]
     shot(page, "03_home_stream_created")
 
@@ -344,7 +344,7 @@ def test_edit_stream_semantic_and_retrieval_proposals(open_page: Callable[..., P
     expect(page.locator("#field-topics")).to_have_value("tumor microenvironment\ntumor microenvironment biomarkers")
     expect(page.locator("#field-stream-name")).to_have_value("Lung Cancer Immunotherapy Monitor")  # not proposed: unchanged
     # Accepting fills the form only; the stream is saved when the user saves the form.
-    assert site_server.query("SELECT purpose FROM pages_researchstream WHERE id = ?", sid)[0][0] == purpose_before
+    assert site_server.query("SELECT purpose FROM pagechat_demo_researchstream WHERE id = ?", sid)[0][0] == purpose_before
 
     # Retrieval tab (a navigation: the tray keeps the conversation). Reject first: nothing changes.
     page.locator("#tab-retrieval").click()
@@ -371,7 +371,7 @@ def test_edit_stream_semantic_and_retrieval_proposals(open_page: Callable[..., P
     shot(page, "08_edit_retrieval_accepted")
     # The server resolved tab-specific capabilities: the retrieval turn offered the preview_query tool.
     tools = site_server.query(
-        "SELECT diagnostics FROM chat_run WHERE assistant_message_id = ?", int(reply.get_attribute("data-message-id"))
+        "SELECT diagnostics FROM pagechat_run WHERE assistant_message_id = ?", int(reply.get_attribute("data-message-id"))
     )[0][0]
     assert "preview_query" in json.loads(tools)["tools"]
 
@@ -438,7 +438,7 @@ def test_reports_search_progress_results_and_article(open_page: Callable[..., Pa
     article_id = hrefs[0].split("/")[2]
     # The tool ran once for this conversation, and its call was stored with the user's subject as the query.
     calls = site_server.query(
-        "SELECT t.name, t.input, t.status FROM chat_toolcall t JOIN chat_run r ON r.id = t.run_id WHERE r.conversation_id = ?",
+        "SELECT t.name, t.input, t.status FROM pagechat_toolcall t JOIN pagechat_run r ON r.id = t.run_id WHERE r.conversation_id = ?",
         conversation_id(page),
     )
     assert [(name, status) for name, _, status in calls] == [("search_articles", "ok")]
@@ -446,7 +446,7 @@ def test_reports_search_progress_results_and_article(open_page: Callable[..., Pa
 
     ask(page, f"show me article {article_id}")
     expect(panel(page).locator(".chat-panel__title")).to_have_text("Article")
-    title = site_server.query("SELECT title FROM pages_article WHERE external_id = ?", article_id)[0][0]
+    title = site_server.query("SELECT title FROM pagechat_demo_article WHERE external_id = ?", article_id)[0][0]
     card = panel(page).locator("article.chat-article")
     expect(card.locator(".chat-article__title")).to_have_text(title)
     expect(card.locator(".chat-article__abstract")).to_be_visible()
@@ -475,7 +475,7 @@ def test_stop_marks_partial_reply_and_cancels_the_run(open_page: Callable[..., P
     shot(page, "12_stopped")
     conversation = conversation_id(page)
     run_status, message_status, content = slow_server.wait_for_row(
-        "SELECT r.status, m.status, m.content FROM chat_run r JOIN chat_message m ON m.id = r.assistant_message_id "
+        "SELECT r.status, m.status, m.content FROM pagechat_run r JOIN pagechat_message m ON m.id = r.assistant_message_id "
         "WHERE r.conversation_id = ? AND r.status != 'running'", conversation,
     )
     assert (run_status, message_status) == ("cancelled", "cancelled")
@@ -491,7 +491,7 @@ def test_stop_marks_partial_reply_and_cancels_the_run(open_page: Callable[..., P
     expect(final_messages(page)).to_have_count(2)
     expect(final_messages(page).last.locator(".chat-tag--stopped")).to_be_visible()
     wait_idle(page)
-    runs_of = "SELECT status FROM chat_run WHERE conversation_id = ? ORDER BY created_at"
+    runs_of = "SELECT status FROM pagechat_run WHERE conversation_id = ? ORDER BY created_at"
     wait_for(page, lambda: [r[0] for r in slow_server.query(runs_of, conversation)] == ["cancelled", "cancelled"],
              "both runs of the conversation to be cancelled")
     assert_clean(page)
@@ -526,7 +526,7 @@ def test_reconnect_mid_stream_resumes_without_duplicates(open_page: Callable[...
     assert "Connection lost — reconnecting…" in page.evaluate("window.__connectionTexts")
     wait_for(page, lambda: "complete" in proxy.held_types(), "the run to complete")
     content = slow_server.wait_for_row(
-        "SELECT m.content FROM chat_run r JOIN chat_message m ON m.id = r.assistant_message_id "
+        "SELECT m.content FROM pagechat_run r JOIN pagechat_message m ON m.id = r.assistant_message_id "
         "WHERE r.id = ? AND r.status = 'completed'", run_id.replace("-", ""),
     )[0]
     # The live bubble shows the whole reply exactly once: no replayed delta applied twice, none missing.
@@ -642,7 +642,7 @@ def test_hostile_model_output_is_inert(open_page: Callable[..., Page], hostile_s
     assert remote == [], remote
     assert REMOTE_IMAGE not in requests and REMOTE_IMAGE_2 not in requests and REMOTE_FRAME not in requests
     assert dialogs == []
-    stored = hostile_server.query("SELECT content FROM chat_message WHERE role = 'assistant' ORDER BY id DESC LIMIT 1")[0][0]
+    stored = hostile_server.query("SELECT content FROM pagechat_message WHERE role = 'assistant' ORDER BY id DESC LIMIT 1")[0][0]
     assert "<script>window.__pwned=1</script>" in stored  # stored as written; made safe on the way out
     assert page.evaluate("window.__csp") == []
     assert page.errors == []  # type: ignore[attr-defined]
@@ -736,7 +736,7 @@ def test_plain_user_gets_no_diagnostics_and_only_their_own_context(open_page: Ca
     (complete,) = [e for e in proxy.to_page if e["type"] == "complete"]
     assert "diagnostics" not in complete["payload"]  # staff only, not merely hidden by the tray
     prompt = json.loads(site_server.wait_for_row(
-        "SELECT diagnostics FROM chat_run WHERE conversation_id = ? AND status = 'completed'", conversation_id(page))[0])["system_prompt"]
+        "SELECT diagnostics FROM pagechat_run WHERE conversation_id = ? AND status = 'completed'", conversation_id(page))[0])["system_prompt"]
     assert "Heart Failure Therapies" in prompt and "Lung Cancer Immunotherapy Monitor" not in prompt
     assert_clean(page)
 
@@ -756,7 +756,7 @@ def test_navigation_mid_stream_follows_the_run_on_the_next_page(open_page: Calla
     expect(reply).to_contain_text("Try one of these")
     wait_idle(page)
     content = slow_server.wait_for_row(
-        "SELECT m.content FROM chat_run r JOIN chat_message m ON m.id = r.assistant_message_id "
+        "SELECT m.content FROM pagechat_run r JOIN pagechat_message m ON m.id = r.assistant_message_id "
         "WHERE r.conversation_id = ? AND r.status = 'completed'", conversation)[0]
     assert normalize(reply.locator(".chat-bubble").inner_text()) == normalize(content.replace("**", ""))
     assert page.locator(".chat-log").inner_text().count("You said:") == 1

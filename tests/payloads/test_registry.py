@@ -53,16 +53,16 @@ def test_register_and_look_up() -> None:
     assert len(reg) == 2
 
 
-def test_duplicates_and_reserved_markers_are_refused() -> None:
+def test_taken_types_and_markers_are_not_added_but_recorded() -> None:
     reg = PayloadRegistry()
     reg.register(proposal())
-    with pytest.raises(ValueError, match="already registered"):
-        reg.register(proposal(parse_marker="OTHER:"))
-    with pytest.raises(ValueError, match="already used"):
-        reg.register(proposal(type="other"))
-    with pytest.raises(ValueError, match="reserved"):
-        reg.register(proposal(type="values", parse_marker="SUGGESTED_VALUES:"))
-    assert len(reg) == 1
+    reg.register(proposal(parse_marker="OTHER:"))
+    reg.register(proposal(type="other"))
+    reg.register(proposal(type="values", parse_marker="SUGGESTED_VALUES:"))
+    assert len(reg) == 1 and reg.by_marker("OTHER:") is None
+    assert [(r.kind, r.name) for r in reg.refused] == [
+        ("type", "schema_proposal"), ("marker", "SCHEMA_PROPOSAL:"), ("reserved", "SUGGESTED_VALUES:")]
+    assert all(r.second.startswith(__file__) for r in reg.refused) and reg.refused[0].first.startswith(__file__)
 
 
 def test_decorator_registers_a_pydantic_schema() -> None:

@@ -258,13 +258,13 @@ def db_state_sql(dsn: str) -> DbState:
     from psycopg.rows import dict_row
 
     with psycopg.connect(dsn, row_factory=dict_row) as conn:
-        conversations = conn.execute("SELECT id, owner_id FROM chat_conversation").fetchall()
+        conversations = conn.execute("SELECT id, owner_id FROM pagechat_conversation").fetchall()
         messages = conn.execute(
             "SELECT id, conversation_id, role, content, status, client_message_id, provider_messages, run_id "
-            "FROM chat_message ORDER BY id").fetchall()
+            "FROM pagechat_message ORDER BY id").fetchall()
         runs = conn.execute(
             "SELECT id::text AS id, conversation_id, status, error_code, last_seq, assistant_message_id, user_message_id "
-            "FROM chat_run").fetchall()
+            "FROM pagechat_run").fetchall()
     return DbState(conversations, messages, runs)
 
 

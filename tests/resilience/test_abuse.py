@@ -127,7 +127,7 @@ async def test_cross_site_cookie_sockets_are_refused(user: Any, origin: bytes | 
     assert ws is None
 
 
-async def test_csp_on_html_pages(client: Any) -> None:
+def test_csp_on_html_pages(client: Any) -> None:  # the sync client: not inside an event loop
     response = client.get("/admin/login/")
     assert response.status_code == 200
     csp = response["Content-Security-Policy"]

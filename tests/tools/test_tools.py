@@ -31,22 +31,20 @@ def test_schema_and_description_come_from_signature_and_docstring() -> None:
         spec.executor({"query": "x", "evil": 1}, ToolContext())
 
 
-def test_duplicates_and_missing_docstrings_are_refused() -> None:
-    reg = ToolRegistry()
-
-    def a(x: int) -> str:
-        """A."""
-        return ""
-
-    reg.register(spec_from_function(a))
-    with pytest.raises(ValueError):
-        reg.register(spec_from_function(a))
-
+def test_mistakes_do_not_raise_at_import_but_are_carried_for_the_checks() -> None:
     def undocumented(x: int) -> str:
         return ""
 
-    with pytest.raises(ValueError):
-        spec_from_function(undocumented)
+    def unannotated(query, limit: int = 5) -> str:  # type: ignore[no-untyped-def]
+        """Search."""
+        return ""
+
+    assert spec_from_function(undocumented).description == ""
+    spec = spec_from_function(unannotated)
+    assert spec.problems and "'query' has no type annotation" in spec.problems[0]
+    reg = ToolRegistry()
+    reg.register(spec)
+    assert reg.resolve(["unannotated"]) == []  # never offered to the model
 
 
 def test_resolve_orders_globals_first_and_skips_disabled_and_unknown() -> None:
@@ -80,14 +78,14 @@ def test_admin_pages_render_for_staff(admin_client: Any, django_user_model: Any)
                              diagnostics={"system_prompt": "# IDENTITY\n<b>x</b>", "tools": ["calculate"], "messages": [], "raw_llm_response": []})
     Message.objects.create(conversation=conv, role="assistant", content="hi", run=run)
     ToolCall.objects.create(run=run, index=0, tool_use_id="t1", name="calculate", duration_ms=3.0)
-    for url in ["/admin/chat/conversation/", f"/admin/chat/conversation/{conv.pk}/change/", "/admin/chat/run/",
-                f"/admin/chat/run/{run.pk}/change/", "/admin/tools/tool/", "/admin/payloads/payloadtype/", "/admin/pages/chatpage/",
-                "/admin/chat/run/?status__exact=completed&provider=offline", "/admin/chat/run/?q=owner"]:
+    for url in ["/admin/pagechat/conversation/", f"/admin/pagechat/conversation/{conv.pk}/change/", "/admin/pagechat/run/",
+                f"/admin/pagechat/run/{run.pk}/change/", "/admin/pagechat_tools/tool/", "/admin/pagechat_payloads/payloadtype/", "/admin/pagechat_pages/chatpage/",
+                "/admin/pagechat/run/?status__exact=completed&provider=offline", "/admin/pagechat/run/?q=owner"]:
         r = admin_client.get(url)
         assert r.status_code == 200, url
-    detail = admin_client.get(f"/admin/chat/run/{run.pk}/change/").content.decode()
+    detail = admin_client.get(f"/admin/pagechat/run/{run.pk}/change/").content.decode()
     assert "&lt;b&gt;x&lt;/b&gt;" in detail and "<b>x</b>" not in detail
-    tools_page = admin_client.get("/admin/tools/tool/").content.decode()
+    tools_page = admin_client.get("/admin/pagechat_tools/tool/").content.decode()
     assert "every page" in tools_page and "reports" in tools_page
 
 

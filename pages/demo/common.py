@@ -1,0 +1,39 @@
+"""Helpers shared by the demo's page files: safe entity lookups and a compact stream description."""
+from __future__ import annotations
+
+from typing import Any
+
+from pages.demo.models import ResearchStream
+
+THERAPEUTIC_AREAS = [
+    {"label": "Oncology", "value": "oncology research"},
+    {"label": "Cardiology", "value": "cardiovascular research"},
+    {"label": "Neurology", "value": "neuroscience research"},
+    {"label": "Immunology", "value": "immunology research"},
+]
+
+
+def owned_stream(user: Any, context: dict[str, Any]) -> ResearchStream | None:
+    """The stream named by the (untrusted) request context, only if this user owns it."""
+    raw = context.get("stream_id") or (context.get("entity_id") if context.get("entity_type") == "research_stream" else None)
+    try:
+        pk = int(raw)
+    except (TypeError, ValueError):
+        return None
+    return ResearchStream.objects.filter(pk=pk, owner=user).prefetch_related("channels").first()
+
+
+def describe_stream(stream: ResearchStream) -> str:
+    """The stream as the model reads it (values come from the database, not from the browser)."""
+    s = stream.as_schema()
+    lines = [
+        f"Stream: {s['stream_name']} (id {s['stream_id']}), {s['report_frequency']} reports",
+        f"Purpose: {s['purpose'] or '(none)'}",
+        f"Topics: {', '.join(s['semantic'].get('topics') or []) or '(none)'}",
+        f"Entities: {', '.join(s['semantic'].get('entities') or []) or '(none)'}",
+        f"Retrieval queries: {'; '.join(s['retrieval'].get('queries') or []) or '(none)'}",
+        f"Sources: {', '.join(s['retrieval'].get('sources') or []) or '(none)'}",
+        "Presentation categories: " + (", ".join(c.get("name", "") for c in s["presentation"].get("categories") or []) or "(none)"),
+        "Channels: " + ("; ".join(f"{c['name']} ({c['type']}: {', '.join(c['keywords'])})" for c in s["channels"]) or "(none)"),
+    ]
+    return "\n".join(lines)

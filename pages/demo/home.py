@@ -1,0 +1,87 @@
+"""Home page: the create-a-research-stream conversation (seed 000): chips, a form payload, a server action."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from django.db import transaction
+from pydantic import BaseModel, Field
+
+from pages.demo.models import Channel, ResearchStream
+from pages.registry import PageSpec, ServerAction, ServerActionResult, register_page
+from pages.demo.common import THERAPEUTIC_AREAS
+from payloads.registry import registry as payloads
+from payloads.spec import PayloadSpec
+
+
+class ChannelSpec(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    type: Literal["scientific", "clinical", "regulatory", "news"] = "scientific"
+    keywords: list[str] = Field(default_factory=list, max_length=30)
+
+
+class ResearchStreamForm(BaseModel):
+    stream_name: str = Field(min_length=1, max_length=200)
+    purpose: str = Field(default="", max_length=2000)
+    report_frequency: Literal["daily", "weekly", "biweekly", "monthly"] = "weekly"
+    channels: list[ChannelSpec] = Field(default_factory=list, max_length=10)
+
+
+payloads.register(PayloadSpec(
+    type="research_stream_form",
+    parse_marker="RESEARCH_STREAM_FORM:",
+    description="a proposed research stream configuration to preview before creating it",
+    llm_instructions=(
+        "Use it once you know the user's research area. If they have not said which area yet, ask first and offer "
+        "SUGGESTED_VALUES: " + __import__("json").dumps(THERAPEUTIC_AREAS) + ". With the form, offer the create_stream "
+        "server action with the same data, and chips to change the name, add channels or change the frequency."
+    ),
+    schema=ResearchStreamForm,
+    summarize=lambda d: f"Stream form: {d.get('stream_name', '?')} ({len(d.get('channels') or [])} channels, {d.get('report_frequency', '?')})",
+    example={
+        "stream_name": "{Topic} Intelligence",
+        "purpose": "Monitor {topic}: new findings, trials and approvals",
+        "report_frequency": "weekly",
+        "channels": [
+            {"name": "{Topic} Studies", "type": "scientific", "keywords": ["{topic}"]},
+            {"name": "{Topic} Trials", "type": "clinical", "keywords": ["{topic}", "clinical trial"]},
+        ],
+    },
+))
+
+
+def create_stream(data: dict[str, Any], user: Any, context: dict[str, Any]) -> ServerActionResult:
+    """Create the stream the user accepted, as that user."""
+    form = ResearchStreamForm.model_validate(data)
+    with transaction.atomic():
+        stream = ResearchStream.objects.create(
+            owner=user, name=form.stream_name, purpose=form.purpose, report_frequency=form.report_frequency,
+            semantic={"topics": sorted({k for c in form.channels for k in c.keywords})[:20], "entities": [], "scope": form.purpose},
+        )
+        Channel.objects.bulk_create([Channel(stream=stream, name=c.name, type=c.type, keywords=c.keywords) for c in form.channels])
+    url = stream.get_absolute_url()
+    return ServerActionResult(
+        message=f"✓ Created **{stream.name}**. It will produce {stream.report_frequency} reports.",
+        suggested_actions=[
+            {"label": "View stream", "action": "navigate", "handler": "client", "data": {"route": url}, "style": "primary"},
+            {"label": "Create another", "action": "restart", "handler": "client", "style": "secondary"},
+            {"label": "Close", "action": "close", "handler": "client", "style": "secondary"},
+        ],
+    )
+
+
+def home_context(context: dict[str, Any], user: Any) -> str:
+    count = ResearchStream.objects.filter(owner=user).count()
+    return f"The user is on the home page. They have {count} research stream(s)."
+
+
+register_page(PageSpec(
+    name="home",
+    identity=(
+        "You are the assistant of Knowledge Horizon, a biomedical research intelligence platform. On the home page "
+        "you help users set up research streams: ask about their area, propose a configuration, and create it."
+    ),
+    context_builder=home_context,
+    payloads=("research_stream_form",),
+    server_actions=(ServerAction("create_stream", "Create the research stream from the proposed research stream form", create_stream,
+                                 ("stream_name", "purpose", "report_frequency", "channels")),),
+))

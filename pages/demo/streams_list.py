@@ -1,0 +1,66 @@
+"""Streams list page: suggestions for new streams and insights about the user's portfolio."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from pages.demo.models import ResearchStream
+from pages.registry import PageSpec, register_page
+from pages.demo.common import describe_stream
+from payloads.registry import registry as payloads
+from payloads.spec import PayloadSpec
+
+
+class StreamSuggestion(BaseModel):
+    name: str
+    purpose: str = ""
+    rationale: str = ""
+
+
+class StreamSuggestions(BaseModel):
+    suggestions: list[StreamSuggestion] = Field(min_length=1, max_length=8)
+
+
+class PortfolioInsights(BaseModel):
+    coverage: list[str] = Field(default_factory=list)
+    gaps: list[str] = Field(default_factory=list)
+    overlaps: list[str] = Field(default_factory=list)
+    recommendation: str = ""
+
+
+payloads.register(PayloadSpec(
+    type="stream_suggestions",
+    parse_marker="STREAM_SUGGESTIONS:",
+    description="ideas for new research streams that complement the user's streams",
+    schema=StreamSuggestions,
+    summarize=lambda d: "Stream ideas: " + ", ".join(s.get("name", "") for s in d.get("suggestions", [])[:3]),
+    example={"suggestions": [
+        {"name": "{Topic} Biomarkers", "purpose": "Track biomarker discovery in {topic}", "rationale": "Complements your current streams"},
+        {"name": "{Topic} Regulatory Watch", "purpose": "Approvals and guidance on {topic}", "rationale": "No stream covers regulation yet"},
+    ]},
+))
+payloads.register(PayloadSpec(
+    type="portfolio_insights",
+    parse_marker="PORTFOLIO_INSIGHTS:",
+    description="an analysis of coverage, gaps and overlaps across the user's portfolio of streams",
+    schema=PortfolioInsights,
+    summarize=lambda d: f"Portfolio insights: {len(d.get('gaps', []))} gaps, {len(d.get('overlaps', []))} overlaps",
+    example={"coverage": ["Your streams follow {topic}"], "gaps": ["No regulatory channel"], "overlaps": [],
+             "recommendation": "Add a regulatory channel to your {topic} stream"},
+))
+
+
+def streams_context(context: dict[str, Any], user: Any) -> str:
+    streams = list(ResearchStream.objects.filter(owner=user).prefetch_related("channels")[:20])
+    if not streams:
+        return "The user is on the research streams list. They have no streams yet."
+    return "The user is on the research streams list. Their streams:\n\n" + "\n\n".join(describe_stream(s) for s in streams)
+
+
+register_page(PageSpec(
+    name="streams_list",
+    identity="You are the Knowledge Horizon assistant on the research streams list. You help users plan and balance their portfolio of streams.",
+    context_builder=streams_context,
+    payloads=("stream_suggestions", "portfolio_insights"),
+))
