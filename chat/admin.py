@@ -4,25 +4,54 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib import admin
-from django.utils.html import format_html
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.db.models import DecimalField, F, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, TruncDate
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext, gettext_lazy as _, ngettext
 
-from chat.models import Conversation, Message, PendingApproval, Run, ToolCall
+from chat.attachments import attachment_summary
+from chat.models import ActionStat, Conversation, Message, PendingApproval, Run, ToolCall
+from chat.retention import conversation_export, user_conversations_remove
 
 
 def pretty(value: Any, limit: int = 200_000) -> str:
     """JSON/text shown escaped in a <pre> (model output is untrusted)."""
     text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
     if len(text) > limit:
-        text = text[:limit] + "\n… (truncated)"
+        text = text[:limit] + "\n" + gettext("… (truncated)")
     return format_html('<pre style="white-space:pre-wrap;max-height:40em;overflow:auto">{}</pre>', text)
 
 
 _MESSAGE_INLINE_FIELDS: tuple[str, ...] = (
     "role", "status", "interaction_type", "content", "suggested_values", "suggested_actions", "custom_payload", "created_at")
 _RUN_INLINE_FIELDS: tuple[str, ...] = (
-    "id", "status", "provider", "model", "input_tokens", "output_tokens", "time_to_first_token_ms", "duration_ms", "created_at")
+    "id", "status", "provider", "model", "input_tokens", "output_tokens", "first_token", "duration", "created_at")
 _TOOL_CALL_INLINE_FIELDS: tuple[str, ...] = ("index", "name", "status", "duration_ms", "input", "output")
+
+
+def seconds(ms: float | None) -> str:
+    """A duration for people: "0.42 s", "12.3 s", "—" when unknown (milliseconds are stored unrounded)."""
+    if ms is None:
+        return "—"
+    return f"{ms / 1000:.2f} s" if ms < 10_000 else f"{ms / 1000:.1f} s"
+
+
+class RunTimes:
+    """Rounded timings of a run for lists, inlines and the detail page."""
+
+    @admin.display(description=_("duration"), ordering="duration_ms")
+    def duration(self, obj: Run) -> str:
+        return seconds(obj.duration_ms)
+
+    @admin.display(description=_("first token"), ordering="time_to_first_token_ms")
+    def first_token(self, obj: Run) -> str:
+        return seconds(obj.time_to_first_token_ms)
 
 
 class ReadOnlyMixin:
@@ -41,7 +70,7 @@ class MessageInline(ReadOnlyMixin, admin.StackedInline):
     show_change_link = True
 
 
-class RunInline(ReadOnlyMixin, admin.TabularInline):
+class RunInline(RunTimes, ReadOnlyMixin, admin.TabularInline):
     model = Run
     extra = 0
     fields = _RUN_INLINE_FIELDS
@@ -50,26 +79,111 @@ class RunInline(ReadOnlyMixin, admin.TabularInline):
     fk_name = "conversation"
 
 
+COST_COLUMNS = [("day", _("day")), ("user", _("user")), ("runs", _("turns")), ("input_tokens", _("input")),
+                ("output_tokens", _("output")), ("cache_read_tokens", _("cache read")), ("cache_write_tokens", _("cache write")),
+                ("cost", _("cost (USD)"))]
+
+
+def _usd(value: Any) -> str:
+    return "—" if value is None else f"{value:.6f}"
+
+
+def usage_by_user_and_day(runs: QuerySet[Run], *, order: str = "-day") -> list[dict[str, Any]]:
+    """Runs summed per (owner, UTC day); `order` names a column of COST_COLUMNS, `-` first for descending."""
+    from django.db.models import Count
+
+    key = order.lstrip("-")
+    if key not in dict(COST_COLUMNS):
+        order, key = "-day", "day"
+    rows = (runs.annotate(day=TruncDate("created_at"), user=F("conversation__owner__username")).values("day", "user")
+            .annotate(runs=Count("id"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
+                      cache_read_tokens=Sum("cache_read_tokens"), cache_write_tokens=Sum("cache_write_tokens"),
+                      cost=Coalesce(Sum("cost_usd"), Value(None, output_field=DecimalField())))
+            .order_by(order, "user" if key != "user" else "-day"))
+    return [dict(row) for row in rows]
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ["id", "title", "owner", "page", "updated_at"]
-    list_filter = ["page", "updated_at"]
+    list_display = ["id", "title", "owner", "page", "tokens", "cost", "updated_at"]
     search_fields = ["title", "owner__username", "messages__content"]
     readonly_fields = ["owner", "created_at", "updated_at"]
     inlines = [MessageInline, RunInline]
     list_select_related = ["owner"]
+    list_filter = ["page", "updated_at", ("owner", admin.RelatedOnlyFieldListFilter)]
+    actions = ["export_owners_conversations", "delete_owners_conversations"]
+
+    # A data-access or erasure request names a person: these actions take every conversation of the owners of the
+    # selected ones (filter by owner, select one, run the action), not only the selected rows.
+
+    @admin.action(description=_("Export all conversations of the selected conversations' users (JSON)"), permissions=["view"])
+    def export_owners_conversations(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> HttpResponse:
+        users = []
+        for owner_id in sorted({c.owner_id for c in queryset}):
+            convs = list(Conversation.objects.filter(owner_id=owner_id).select_related("owner").order_by("pk"))
+            users.append({"user_id": owner_id, "username": convs[0].owner.get_username() if convs else "",
+                          "conversations": [conversation_export(conversation=c) for c in convs]})
+        body = {"exported_at": timezone.now().isoformat(), "users": users}
+        response = HttpResponse(json.dumps(body, ensure_ascii=False, indent=2, default=str), content_type="application/json")
+        response["Content-Disposition"] = 'attachment; filename="conversations-export.json"'
+        return response
+
+    @admin.action(description=_("Delete all conversations of the selected conversations' users (with files and run logs)"),
+                  permissions=["delete"])
+    def delete_owners_conversations(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> HttpResponse | None:
+        owners = sorted({c.owner for c in queryset.select_related("owner")}, key=lambda u: u.pk)
+        if request.POST.get("confirmed") != "yes":
+            counts = {u.pk: Conversation.objects.filter(owner=u).count() for u in owners}
+            return TemplateResponse(request, "admin/pagechat/delete_owners_conversations.html", {
+                **self.admin_site.each_context(request), "title": gettext("Delete all conversations of these users?"),
+                "owners": [(u, counts[u.pk]) for u in owners], "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
+                "action": "delete_owners_conversations", "opts": self.model._meta,
+            })
+        total = 0
+        for owner in owners:
+            total += user_conversations_remove(user=owner).conversations
+        users = ngettext("%(count)d user", "%(count)d users", len(owners)) % {"count": len(owners)}
+        self.message_user(request, ngettext("Deleted %(count)d conversation of %(users)s.", "Deleted %(count)d conversations of %(users)s.",
+                                            total) % {"count": total, "users": users}, messages.SUCCESS)
+        return None
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Conversation]:
+        """Each conversation with its runs' summed tokens and cost (sortable columns)."""
+        return super().get_queryset(request).annotate(
+            total_tokens=Coalesce(Sum(F("runs__input_tokens") + F("runs__output_tokens") + F("runs__cache_read_tokens")
+                                      + F("runs__cache_write_tokens")), 0),
+            total_cost=Sum("runs__cost_usd"),
+        )
+
+    @admin.display(description=_("tokens"), ordering="total_tokens")
+    def tokens(self, obj: Any) -> int:
+        return int(obj.total_tokens or 0)
+
+    @admin.display(description=_("cost (USD)"), ordering="total_cost")
+    def cost(self, obj: Any) -> str:
+        return _usd(obj.total_cost)
 
 
 @admin.register(Message)
 class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "conversation", "role", "status", "interaction_type", "short", "created_at"]
-    list_filter = ["role", "status", "interaction_type"]
+    list_display = ["id", "conversation", "role", "status", "interaction_type", "short", "feedback", "created_at"]
+    list_filter = ["role", "status", "interaction_type", "feedback", "payload_outcome"]
     search_fields = ["content", "conversation__title"]
-    readonly_fields = [f.name for f in Message._meta.fields]
+    readonly_fields = [*(f.name for f in Message._meta.fields), "attachments_list"]
 
-    @admin.display(description="content")
+    @admin.display(description=_("content"))
     def short(self, obj: Message) -> str:
         return obj.content[:80]
+
+    @admin.display(description=_("attachments"))
+    def attachments_list(self, obj: Message) -> str:
+        """Name, type, size and checksum of each file sent with the message (its bytes stay with its owner)."""
+        files = [attachment_summary(a) for a in obj.attachments.all()]
+        if not files:
+            return "—"
+        line = gettext("%(name)s · %(type)s · %(size)s bytes · sha256 %(sha256)s")
+        return format_html_join("", "<div>{}</div>", ((line % {"name": f["name"], "type": f["content_type"], "size": f["size"],
+                                                                "sha256": f["sha256"]},) for f in files))
 
 
 class ToolCallInline(ReadOnlyMixin, admin.TabularInline):
@@ -80,9 +194,9 @@ class ToolCallInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "conversation", "user", "status", "provider", "model", "input_tokens", "output_tokens",
-                    "time_to_first_token_ms", "duration_ms", "created_at"]
+class RunAdmin(RunTimes, ReadOnlyMixin, admin.ModelAdmin):
+    # what a support person looks at first (7 columns); tokens, timings and diagnostics are on the run's page
+    list_display = ["id", "created_at", "user", "outcome", "model", "duration", "cost"]
     list_filter = ["status", "provider", "model", "created_at", ("conversation__owner", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["id", "conversation__title", "conversation__owner__username", "error_message"]
     date_hierarchy = "created_at"
@@ -90,46 +204,79 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     inlines = [ToolCallInline]
     fieldsets = [
         (None, {"fields": ["id", "conversation", "status", "provider", "model", "error_code", "error_message"]}),
-        ("Usage and timings", {"fields": ["input_tokens", "output_tokens", "time_to_first_token_ms", "duration_ms", "created_at",
+        (_("Usage and timings"), {"fields": ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd",
+                                          "first_token", "duration", "created_at",
                                           "finished_at", "owner_process", "heartbeat_at", "last_seq"]}),
-        ("Diagnostics", {"fields": ["d_settings", "d_tools", "d_system_prompt", "d_messages", "d_context", "d_raw", "d_errors"]}),
+        (_("Diagnostics"), {"fields": ["d_settings", "d_tools", "d_system_prompt", "d_messages", "d_attachments", "d_context", "d_raw",
+                                    "d_errors"]}),
     ]
     readonly_fields = [
         "id", "conversation", "status", "provider", "model", "error_code", "error_message", "input_tokens", "output_tokens",
-        "time_to_first_token_ms", "duration_ms", "created_at", "finished_at", "owner_process", "heartbeat_at", "last_seq",
-        "d_settings", "d_tools", "d_system_prompt", "d_messages", "d_context", "d_raw", "d_errors",
+        "cache_read_tokens", "cache_write_tokens", "cost_usd", "first_token", "duration", "created_at", "finished_at",
+        "owner_process", "heartbeat_at", "last_seq",
+        "d_settings", "d_tools", "d_system_prompt", "d_messages", "d_attachments", "d_context", "d_raw", "d_errors",
     ]
 
-    @admin.display(description="user", ordering="conversation__owner__username")
+    @admin.display(description=_("user"), ordering="conversation__owner__username")
     def user(self, obj: Run) -> str:
         return obj.conversation.owner.get_username()
 
-    @admin.display(description="model settings")
+    @admin.display(description=_("page"), ordering="conversation__page")
+    def page(self, obj: Run) -> str:
+        return obj.conversation.page or "—"
+
+    @admin.display(description=_("status"), ordering="status")
+    def outcome(self, obj: Run) -> str:
+        """The status, with the error code when the run failed."""
+        return f"{obj.status} ({obj.error_code})" if obj.error_code else str(obj.status)
+
+    @admin.display(description=_("cost (USD)"), ordering="cost_usd")
+    def cost(self, obj: Run) -> str:
+        return _usd(obj.cost_usd)
+
+    def get_urls(self) -> list[Any]:
+        view = self.admin_site.admin_view(self.costs_view)
+        return [path("costs/", view, name="pagechat_run_costs"), *super().get_urls()]
+
+    def costs_view(self, request: HttpRequest) -> HttpResponse:
+        """Tokens and cost summed per user and UTC day, sortable by any column (?o=<column>, `-` for descending)."""
+        rows = usage_by_user_and_day(self.get_queryset(request), order=request.GET.get("o", "-day"))
+        context = {**self.admin_site.each_context(request), "title": gettext("Cost per user and day"), "rows": rows,
+                   "columns": COST_COLUMNS, "order": request.GET.get("o", "-day"), "opts": self.model._meta}
+        return TemplateResponse(request, "admin/chat/run_costs.html", context)
+
+    @admin.display(description=_("model settings"))
     def d_settings(self, obj: Run) -> str:
         d = obj.diagnostics or {}
-        return pretty({k: d.get(k) for k in ("model", "max_tokens", "max_iterations", "temperature", "page", "provider", "iterations", "usage", "timings")})
+        keys = ("model", "max_tokens", "max_iterations", "temperature", "page", "provider", "iterations", "usage", "cost", "timings")
+        return pretty({k: d.get(k) for k in keys})
 
-    @admin.display(description="tools")
+    @admin.display(description=_("tools"))
     def d_tools(self, obj: Run) -> str:
         return pretty((obj.diagnostics or {}).get("tools", []))
 
-    @admin.display(description="system prompt")
+    @admin.display(description=_("system prompt"))
     def d_system_prompt(self, obj: Run) -> str:
         return pretty((obj.diagnostics or {}).get("system_prompt", ""))
 
-    @admin.display(description="messages sent")
+    @admin.display(description=_("messages sent"))
     def d_messages(self, obj: Run) -> str:
         return pretty((obj.diagnostics or {}).get("messages", []))
 
-    @admin.display(description="context")
+    @admin.display(description=_("attachments sent"))
+    def d_attachments(self, obj: Run) -> str:
+        """The files the request carried (id, name, type, size; their bytes are not kept in diagnostics)."""
+        return pretty((obj.diagnostics or {}).get("attachments", []))
+
+    @admin.display(description=_("context"))
     def d_context(self, obj: Run) -> str:
         return pretty((obj.diagnostics or {}).get("context", {}))
 
-    @admin.display(description="raw model output")
+    @admin.display(description=_("raw model output"))
     def d_raw(self, obj: Run) -> str:
         return pretty((obj.diagnostics or {}).get("raw_llm_response", []))
 
-    @admin.display(description="parse errors / error")
+    @admin.display(description=_("parse errors / error"))
     def d_errors(self, obj: Run) -> str:
         d = obj.diagnostics or {}
         return pretty({"parse_errors": d.get("parse_errors", []), "error": d.get("error")})
@@ -147,3 +294,23 @@ class ToolCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
 class PendingApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "run", "tool_name", "approved", "created_at", "answered_at"]
     list_filter = ["approved", "tool_name"]
+
+
+@admin.register(ActionStat)
+class ActionStatAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Server actions by page: offered as buttons, clicked, and how the clicks ended (success rate of the clicks that ran)."""
+
+    list_display = ["action", "page", "offered", "clicked", "click_rate", "succeeded", "failed", "rejected", "success_rate", "updated_at"]
+    list_filter = ["page", "action"]
+    search_fields = ["action", "page"]
+    readonly_fields = [f.name for f in ActionStat._meta.fields]
+
+    @admin.display(description=_("clicked / offered"))
+    def click_rate(self, obj: ActionStat) -> str:
+        return f"{obj.clicked / obj.offered:.0%}" if obj.offered else "—"
+
+    @admin.display(description=_("success rate"))
+    def success_rate(self, obj: ActionStat) -> str:
+        """Succeeded out of the clicks that ran (refused clicks never ran: unknown, expired, altered or used buttons)."""
+        ran = obj.succeeded + obj.failed
+        return f"{obj.succeeded / ran:.0%}" if ran else "—"

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlsplit
 
 from channels.auth import AuthMiddlewareStack
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
-from django.http.request import validate_host
+from django.http.request import split_domain_port, validate_host
 
 logger = logging.getLogger(__name__)
 
@@ -21,32 +21,120 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
     return None
 
 
+# Close codes of a socket whose credentials stopped being valid while it was open (docs/protocol.md).
+CLOSE_SESSION_ENDED = 4401  # logged out, or the session expired or was deleted (or the password changed)
+CLOSE_TOKEN_REVOKED = 4402  # the token the socket was opened with was deleted
+CLOSE_USER_INACTIVE = 4403  # the user was deactivated (or deleted)
+
+
+def token_key(header: str) -> str | None:
+    """The key of an `Authorization: Token <key>` header, or None."""
+    kind, _, key = header.partition(" ")
+    return key.strip() if kind.lower() == "token" and key.strip() else None
+
+
+async def revocation(*, user_id: int, token: str | None, session_key: str | None) -> int | None:
+    """The close code for a socket whose credentials were revoked since it opened, or None while they hold."""
+    from django.contrib.auth import get_user_model
+
+    if token is not None:
+        from rest_framework.authtoken.models import Token
+
+        # one query while all is well (this runs before every send); a second only to say why not
+        if await Token.objects.filter(key=token, user_id=user_id, user__is_active=True).aexists():
+            return None
+    elif session_key is not None:
+        from asgiref.sync import sync_to_async
+
+        # Django's own check (session not expired, password hash, user active): one hop while all is well
+        if await sync_to_async(_session_user_id)(session_key) == user_id:
+            return None
+    if not await get_user_model()._default_manager.filter(pk=user_id, is_active=True).aexists():
+        return CLOSE_USER_INACTIVE
+    if token is not None:
+        return CLOSE_TOKEN_REVOKED
+    return CLOSE_SESSION_ENDED if session_key is not None else None
+
+
+def _session_user_id(session_key: str) -> int | None:
+    """The user a stored session still authenticates (Django's own check: not expired, hash of the password)."""
+    from importlib import import_module
+
+    from django.contrib.auth import get_user
+
+    store = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session_key)
+
+    class _Request:  # what get_user reads
+        session = store
+
+    user = get_user(_Request())  # type: ignore[arg-type]
+    return user.pk if user.is_authenticated else None
+
+
 async def user_for_authorization(header: str) -> Any:
     """The active user of an `Authorization: Token <key>` header, or None (websocket and HTTP share this)."""
     from rest_framework.authtoken.models import Token
 
-    kind, _, key = header.partition(" ")
-    if kind.lower() != "token" or not key.strip():
+    key = token_key(header)
+    if key is None:
         return None
-    token = await Token.objects.select_related("user").filter(key=key.strip()).afirst()
+    token = await Token.objects.select_related("user").filter(key=key).afirst()
     return token.user if token is not None and token.user.is_active else None
 
 
-def origin_refusal(origin: str | None) -> str | None:
-    """Why a cookie-authenticated socket from `origin` is refused, or None: it must come from one of our own hosts."""
+def _request_origin(scope: dict[str, Any]) -> str | None:
+    """`scheme://host[:port]` of the handshake as Django's `request.is_secure()` and `get_host()` would see it.
+
+    None when the Host is missing or not in ALLOWED_HOSTS."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+    secure = scope.get("scheme") in ("wss", "https")
+    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if proxy:
+        name, value = proxy
+        header = name.lower().removeprefix("http_").replace("_", "-")
+        if header in headers:
+            secure = headers[header].split(",", 1)[0].strip() == value
+    host = headers.get("host")
+    if settings.USE_X_FORWARDED_HOST and "x-forwarded-host" in headers:
+        host = headers["x-forwarded-host"]
+    if not host and scope.get("server"):
+        server_host, port = scope["server"][0], scope["server"][1]
+        host = server_host if port in (None, 80, 443) else f"{server_host}:{port}"
+    if not host:
+        return None
+    domain, _port = split_domain_port(host)
+    if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
+        return None
+    return f"{'https' if secure else 'http'}://{host}"
+
+
+def origin_refusal(origin: str | None, scope: dict[str, Any] | None = None) -> str | None:
+    """Why a cookie-authenticated socket from `origin` is refused, or None.
+
+    Compared as Django's CSRF check compares a POST's Origin: scheme, host and port must equal the
+    request's own (its Host, which must be in ALLOWED_HOSTS), or an exact entry of CSRF_TRUSTED_ORIGINS.
+    Unlike the CSRF check, wildcard entries (`https://*.example.com`) are not accepted for sockets, and
+    `ALLOWED_HOSTS = ["*"]` or a `.example.com` entry never admits another origin."""
     if not origin or origin == "null":
         return "no Origin header (browsers send one; programs authenticate with a token)"
-    parsed = urlparse(origin)
+    try:
+        parsed = urlsplit(origin)
+    except ValueError:
+        return f"Origin {origin[:200]!r} is not an http(s) origin"
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         return f"Origin {origin[:200]!r} is not an http(s) origin"
-    if not validate_host(parsed.hostname, settings.ALLOWED_HOSTS):
-        return f"Origin {origin[:200]!r} is not allowed: its host must be in ALLOWED_HOSTS"
-    return None
+    own = _request_origin(scope or {})
+    if own is not None and origin == own:
+        return None
+    if origin in (o for o in settings.CSRF_TRUSTED_ORIGINS if "*" not in o):
+        return None
+    return (f"Origin {origin[:200]!r} is not allowed: it must be this server's own origin "
+            f"({own or 'Host missing or not in ALLOWED_HOSTS'}) or listed exactly in CSRF_TRUSTED_ORIGINS")
 
 
-def origin_allowed(origin: str | None) -> bool:
-    """A cookie-authenticated socket must come from one of our own hosts (no missing or `null` Origin)."""
-    return origin_refusal(origin) is None
+def origin_allowed(origin: str | None, scope: dict[str, Any] | None = None) -> bool:
+    """A cookie-authenticated socket must come from this server's own origin or a trusted one (see origin_refusal)."""
+    return origin_refusal(origin, scope) is None
 
 
 async def _refuse(scope: dict[str, Any], receive: Any, send: Any, reason: str) -> Any:
@@ -83,8 +171,8 @@ class TokenOrSessionAuthMiddleware:
             user = await user_for_authorization(auth)
             if user is None:
                 return await _refuse(scope, receive, send, "bad token: the Authorization header names no active user's token")
-            return await self.inner({**scope, "user": user, "auth": "token"}, receive, send)
-        refusal = origin_refusal(_header(scope, b"origin"))
+            return await self.inner({**scope, "user": user, "auth": "token", "token": token_key(auth)}, receive, send)
+        refusal = origin_refusal(_header(scope, b"origin"), scope)
         if refusal is not None:
             return await _refuse(scope, receive, send, refusal)
         return await self.session_inner({**scope, "auth": "session"}, receive, send)

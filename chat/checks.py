@@ -6,6 +6,8 @@
 - chat.E004  CHAT_PROVIDER is not a chat.providers.base.Provider subclass
 - chat.E005  CHAT_RUN_LOG_BACKEND does not import or is not a chat.runs.log.RunLog subclass
 - chat.E006  the Redis run log without a Redis URL (CHAT_REDIS_URL / REDIS_URL)
+- chat.E007  the provider's own settings are incomplete (e.g. `openai` without OPENAI_API_KEY or OPENAI_BASE_URL)
+- chat.E008  CHAT_PRICES is not a dict of model -> {input, output, cache_read, cache_write} numbers
 - chat.W001  a CHAT_* setting the engine does not know (a typo?)
 """
 from __future__ import annotations
@@ -18,7 +20,8 @@ from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, Warning, register
 from django.utils.module_loading import import_string
 
-from chat.conf import ChatSettings, Setting, chat_settings
+from chat.conf import PROVIDER_ALIASES, ChatSettings, Setting, chat_settings
+from chat.costs import prices_problems
 from chat.providers.base import Provider
 from chat.runs.log import RedisRunLog, RunLog
 
@@ -40,7 +43,9 @@ def _subclass_error(path: str, setting: str, base: type, ids: tuple[str, str]) -
     try:
         obj = import_string(path)
     except ImportError as exc:
-        return Error(f"{setting} {path!r} does not import: {exc}", hint="Use an alias or a dotted path to a class.", id=ids[0])
+        hint = "Use an alias or a dotted path to a class." if setting != "CHAT_PROVIDER" else (
+            f"Use one of {', '.join(sorted(PROVIDER_ALIASES))} or a dotted path to a Provider subclass.")
+        return Error(f"{setting} {path!r} does not import: {exc}", hint=hint, id=ids[0])
     if not (isinstance(obj, type) and issubclass(obj, base)):
         return Error(f"{setting} {path!r} is not a {base.__module__}.{base.__qualname__} subclass.", id=ids[1])
     return None
@@ -66,6 +71,10 @@ def check_chat_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs
     if not any(e.id == "chat.E001" and "CHAT_PROVIDER " in e.msg for e in errors):
         found = _subclass_error(chat_settings.CHAT_PROVIDER, "CHAT_PROVIDER", Provider, ("chat.E003", "chat.E004"))
         errors += [found] if found else []
+        if found is None:
+            provider_cls: type[Provider] = import_string(chat_settings.CHAT_PROVIDER)
+            errors += [Error(problem, hint="See the README's provider configuration table.", id="chat.E007")
+                       for problem in provider_cls.check_settings(chat_settings)]
     if not any(e.id == "chat.E001" and "CHAT_RUN_LOG_BACKEND " in e.msg for e in errors):
         backend = chat_settings.CHAT_RUN_LOG_BACKEND
         found = _subclass_error(backend, "CHAT_RUN_LOG_BACKEND", RunLog, ("chat.E005", "chat.E005"))
@@ -73,6 +82,9 @@ def check_chat_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs
         if found is None and issubclass(import_string(backend), RedisRunLog) and not chat_settings.CHAT_REDIS_URL:
             errors.append(Error("CHAT_RUN_LOG_BACKEND is the Redis run log but no Redis URL is set.",
                                 hint="Set CHAT_REDIS_URL (or REDIS_URL), or use the `memory` backend.", id="chat.E006"))
+    if not any(e.id == "chat.E001" and "CHAT_PRICES " in e.msg for e in errors):
+        errors += [Error(problem, hint="USD per million tokens, e.g. {'gpt-4.1-mini': {'input': 0.4, 'output': 1.6}}.", id="chat.E008")
+                   for problem in prices_problems(chat_settings.CHAT_PRICES)]
     for name in dir(django_settings):
         if name.startswith("CHAT_") and name not in specs:
             errors.append(Warning(f"{name} is not a setting of the chat engine (a typo?).",

@@ -19,8 +19,16 @@ from django.dispatch import receiver
 # Short names CHAT_PROVIDER may use instead of a dotted path.
 PROVIDER_ALIASES: dict[str, str] = {
     "anthropic": "chat.providers.anthropic.AnthropicProvider",
+    "openai": "chat.providers.openai.OpenAIProvider",
     "offline": "chat.providers.offline.OfflineProvider",
     "scripted": "chat.providers.scripted.ScriptedProvider",
+}
+# USD per million tokens by model name or fnmatch pattern (CHAT_PRICES' default); cache prices default to `input`.
+DEFAULT_PRICES: dict[str, dict[str, float]] = {
+    "offline": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0},
+    "claude-opus-*": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_write": 18.75},
+    "claude-sonnet-*": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "claude-haiku-*": {"input": 1.0, "output": 5.0, "cache_read": 0.1, "cache_write": 1.25},
 }
 RUN_LOG_BACKENDS: dict[str, str] = {
     "memory": "chat.runs.log.MemoryRunLog",
@@ -92,7 +100,7 @@ class ChatSettings:
 
     # ---- the model ----
     CHAT_PROVIDER: str = setting(
-        None, "`anthropic`, `offline`, `scripted` or a dotted path to a Provider subclass; default `anthropic` "
+        None, "`anthropic`, `openai`, `offline`, `scripted` or a dotted path to a Provider subclass; default `anthropic` "
         "when ANTHROPIC_API_KEY is set, else `offline`", derived=_provider)
     CHAT_MODEL: str = setting("claude-sonnet-5", "model name sent to the provider")
     CHAT_MAX_TOKENS: int = setting(2000, "max output tokens per model call", positive=True)
@@ -106,6 +114,20 @@ class ChatSettings:
     ANTHROPIC_API_KEY: str = setting("", "the Anthropic key (else the SDK reads the environment)")
     ANTHROPIC_BASE_URL: str | None = setting(
         None, "any Anthropic-compatible server (Ollama, vLLM, llama.cpp); None: Anthropic's", derived=_optional_str)
+    OPENAI_API_KEY: str = setting("", "the key of an OpenAI-compatible server (else the SDK reads the environment)")
+    OPENAI_BASE_URL: str | None = setting(
+        None, "any OpenAI-compatible server with its /v1 (vLLM, Ollama, llama.cpp, LM Studio, LiteLLM); None: OpenAI's",
+        derived=_optional_str)
+    CHAT_OPENAI_SEND_DOCUMENTS: bool = setting(
+        False, "send PDFs to an OpenAI-compatible server as `file` content parts (OpenAI takes them; most local servers do not)")
+    CHAT_PROMPT_CACHING: bool = setting(
+        True, "Anthropic prompt caching: cache breakpoints on the tools, the system prompt and the history prefix")
+    # ---- cost and budgets ----
+    CHAT_PRICES: dict = setting(
+        DEFAULT_PRICES, "USD per million tokens by model name or pattern: {model: {input, output, cache_read, cache_write}}; "
+        "a model without a price has no cost (shown as unknown, never as free)")
+    CHAT_DAILY_TOKEN_BUDGET: int = setting(0, "tokens (cache reads and writes included) a user may use per UTC day; 0: no budget")
+    CHAT_DAILY_COST_BUDGET: float = setting(0.0, "US dollars a user's turns may cost per UTC day (CHAT_PRICES); 0: no budget")
     # ---- streaming and persistence ----
     CHAT_COALESCE_WINDOW: float = setting(0.03, "seconds text deltas are gathered into one event")
     CHAT_FLUSH_INTERVAL: float = setting(0.25, "seconds after the first text before streamed text is saved")
@@ -117,6 +139,13 @@ class ChatSettings:
         None, "`memory`, `redis` or a dotted path to a RunLog subclass; default `redis` when CHAT_REDIS_URL is set",
         derived=_run_log_backend)
     CHAT_RUN_LOG_TTL: float = setting(3600, "seconds a finished run stays replayable", positive=True)
+    CHAT_RUN_MEMORY_MAX_EVENTS: int = setting(
+        50_000, "events of one run held in its process's memory; older ones are released (a lagging follower resyncs)", positive=True)
+    CHAT_RUN_MEMORY_MAX_BYTES: int = setting(
+        16 * 1024 * 1024, "characters of one run's events held in memory (as above)", positive=True)
+    CHAT_PROCESS_MEMORY_MAX_BYTES: int = setting(
+        256 * 1024 * 1024, "characters of all runs' events a process holds; finished runs are let go first, oldest first",
+        positive=True)
     CHAT_HEARTBEAT_INTERVAL: float = setting(2.0, "seconds between an owner's heartbeats", positive=True)
     CHAT_STALE_AFTER: float = setting(8.0, "seconds without a heartbeat before a run is swept as interrupted", positive=True)
     CHAT_GRACEFUL_SHUTDOWN: bool = setting(True, "on SIGTERM, let running runs finish before the server stops")
@@ -124,10 +153,40 @@ class ChatSettings:
     # ---- limits ----
     CHAT_MAX_FRAME_BYTES: int = setting(64 * 1024, "largest client frame or request body", positive=True)
     CHAT_MAX_MESSAGE_CHARS: int = setting(16000, "longest user message", positive=True)
+    CHAT_MAX_ATTACHMENT_BYTES: int = setting(
+        5 * 1024 * 1024, "largest attachment (image or PDF) in bytes; 5 MB is the Anthropic API's own limit per image",
+        positive=True)
+    CHAT_MAX_ATTACHMENTS_PER_MESSAGE: int = setting(5, "attachments one message may carry", positive=True)
+    CHAT_UNSENT_ATTACHMENT_HOURS: float = setting(
+        24.0, "hours an uploaded attachment may wait for a message before `chat_purge` removes it", positive=True)
+    CHAT_MAX_CLIENT_BODY_BYTES: int = setting(
+        2 * 1024 * 1024, "largest AG-UI / AI SDK request body (those clients re-send the whole history each time)", positive=True)
     CHAT_RATE_LIMIT_PER_MINUTE: int = setting(30, "messages per user and minute", positive=True)
     CHAT_MAX_SOCKETS_PER_USER: int = setting(20, "open websockets per user", positive=True)
     CHAT_MAX_RUNNING_PER_USER: int = setting(4, "runs in progress per user", positive=True)
     CHAT_ACTION_TOKEN_MAX_AGE: int = setting(3600, "seconds a server-action button stays valid", positive=True)
+    CHAT_AUTH_RECHECK_INTERVAL: float = setting(
+        3.0, "seconds between an open socket's checks that its token, session and user are still valid", positive=True)
+    # ---- the web tools (tools/builtin/web.py) ----
+    CHAT_TOOL_THREADS: int = setting(
+        16, "threads blocking tools and server actions run in (a slow tool never holds up other users' database access)", positive=True)
+    CHAT_FETCH_TIMEOUT: float = setting(10.0, "seconds fetch_webpage waits for a page (connect, each read, and in all)", positive=True)
+    CHAT_FETCH_MAX_BYTES: int = setting(2_000_000, "bytes of a page fetch_webpage reads at most (the rest is not downloaded)", positive=True)
+    CHAT_FETCH_MAX_CHARS: int = setting(20_000, "characters of a page's text fetch_webpage gives the model", positive=True)
+    CHAT_FETCH_MAX_REDIRECTS: int = setting(5, "redirects fetch_webpage follows (each target is checked again)")
+    CHAT_FETCH_ALLOWED_NETWORKS: str = setting(
+        "", "comma-separated networks (CIDR) fetch_webpage may reach although they are private, loopback or "
+        "link-local, e.g. `10.1.0.0/16`; default: none (only public addresses)")
+    CHAT_WEB_SEARCH_BACKEND: str = setting(
+        "", "dotted path to the web_search tool's backend (a callable `(query, limit, ctx) -> WebSearchResults`); "
+        "default: none (the tool says web search is not configured)")
+    # ---- operations ----
+    CHAT_METRICS_TOKEN: str = setting("", "bearer token that may read /metrics (staff always may); empty: staff only")
+    CHAT_TRACE_CONTENT: bool = setting(
+        False, "put message text and tool inputs/outputs on trace spans (gen_ai.input/output.messages); off: never")
+    # ---- your users' data ----
+    CHAT_RETENTION_DAYS: float | None = setting(
+        None, "days a conversation is kept after its last activity; `manage.py chat_purge` removes older ones. None: keep forever")
 
     def __getattr__(self, name: str) -> Any:
         """Anything that is not an engine setting is Django's (custom providers read their own settings here)."""

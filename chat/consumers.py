@@ -9,14 +9,19 @@ from typing import Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from chat import selectors, services
+from chat import metrics, selectors, services
+from chat.auth import CLOSE_SESSION_ENDED, revocation
 from chat.conf import chat_settings
 from chat.errors import ServiceError
 from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameError, error_event, parse_frame
 from chat.limits import limiter
 from chat.runs import ResyncRequired, manager
+from chat.signals import user_group
 
 log = logging.getLogger(__name__)
+
+
+_CLEANUPS: set[asyncio.Task[None]] = set()  # releases scheduled by cancelled consumers, kept until done
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -51,6 +56,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # no channel layer configured (a host without CHANNEL_LAYERS): no channel_name either
         self.socket_id = getattr(self, "channel_name", None) or uuid.uuid4().hex
         if not await limiter.socket_acquire(user.pk, self.socket_id):
+            metrics.RATE_LIMITED.labels("sockets").inc()
             # accept only to say why, then close: a refused handshake would look like an auth failure
             await self.accept()
             limit = chat_settings.CHAT_MAX_SOCKETS_PER_USER
@@ -58,6 +64,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.close(code=4429)
             return
         self.counted = True
+        self.closing = False
+        metrics.OPEN_SOCKETS.inc()
         manager.ensure_background()
         self.followers: dict[str, asyncio.Task[Any]] = {}
         self.handlers: dict[str, Callable[[Any], Awaitable[None]]] = {  # frame type -> handler of that frame
@@ -67,27 +75,57 @@ class ChatConsumer(AsyncWebsocketConsumer):
             "chat.approve": self.on_approve,
         }
         session = self.scope.get("session")
-        self.session_group = f"session.{session.session_key}" if self.scope.get("auth") == "session" and session is not None and session.session_key else None
+        self.session_key = session.session_key if self.scope.get("auth") == "session" and session is not None and session.session_key else None
+        self.token = self.scope.get("token") if self.scope.get("auth") == "token" else None
+        self.session_group = f"session.{self.session_key}" if self.session_key else None
+        self.groups_joined = [g for g in (self.session_group, user_group(user.pk)) if g]
         await self.accept()
-        if self.session_group and self.channel_layer is not None:
-            try:
-                await self.channel_layer.group_add(self.session_group, self.channel_name)
-            except Exception:  # the socket works without it; only logout could not close it
-                log.warning("could not join the session group", exc_info=True)
+        if self.channel_layer is not None:
+            for group in self.groups_joined:
+                try:
+                    await self.channel_layer.group_add(group, self.channel_name)
+                except Exception:  # the socket works without it; the periodic re-check still closes it
+                    log.warning("could not join the group %s", group, exc_info=True)
+        self.watcher = asyncio.get_running_loop().create_task(self._watch_credentials(), name=f"auth-watch:{self.socket_id}")
 
-    async def disconnect(self, code: int) -> None:
-        if getattr(self, "counted", False):
-            self.counted = False
-            await limiter.socket_release(self.user.pk, self.socket_id)
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Whatever ends this socket's task - a disconnect, or the server cancelling a consumer it gave up on
+        before `disconnect()` ran - its watcher and followers stop and its place in the socket limit is given back."""
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._stop_tasks()
+            if getattr(self, "counted", False):
+                release = asyncio.get_running_loop().create_task(self._release_socket())
+                _CLEANUPS.add(release)
+                release.add_done_callback(_CLEANUPS.discard)
+
+    def _stop_tasks(self) -> None:
         for task in getattr(self, "followers", {}).values():
             task.cancel()  # the runs themselves go on: they belong to the process
-        if getattr(self, "session_group", None) and self.channel_layer is not None:
-            try:
-                await self.channel_layer.group_discard(self.session_group, self.channel_name)
-            except Exception:  # the group entry expires by itself
-                log.warning("could not leave the session group", exc_info=True)
+        watcher = getattr(self, "watcher", None)
+        if watcher is not None:
+            watcher.cancel()
+
+    async def _release_socket(self) -> None:
+        if getattr(self, "counted", False):
+            self.counted = False
+            metrics.OPEN_SOCKETS.dec()
+            await limiter.socket_release(self.user.pk, self.socket_id)
+
+    async def disconnect(self, code: int) -> None:
+        await self._release_socket()
+        self._stop_tasks()
+        if self.channel_layer is not None:
+            for group in getattr(self, "groups_joined", []):
+                try:
+                    await self.channel_layer.group_discard(group, self.channel_name)
+                except Exception:  # the group entry expires by itself
+                    log.warning("could not leave the group %s", group, exc_info=True)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.closing:  # revoked: nothing more is taken from this socket
+            return
         frame = parse_frame(text_data, chat_settings.CHAT_MAX_FRAME_BYTES)
         if isinstance(frame, FrameError):
             await self.send(text_data=frame.wire())
@@ -103,6 +141,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     # ---- handlers --------------------------------------------------------------------------------
 
     async def on_send(self, frame: ChatSend) -> None:
+        if await self._check_credentials():  # a turn acts as the user: never on revoked credentials
+            return
         started = await services.turn_start(user=self.user, frame=frame)
         self._follow(started.run_id, 0)
 
@@ -125,9 +165,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.followers[run_id] = asyncio.get_running_loop().create_task(self._stream(run_id, after_seq))
 
     async def _stream(self, run_id: str, after_seq: int) -> None:
+        sent = 0  # counted once per stream, not per event
         try:
             async for _seq, data in manager.follow(run_id, after_seq):
                 await self.send(text_data=data)
+                sent += 1
         except ResyncRequired:
             await self.send(text_data=await services.run_replay_or_resync(user=self.user, run_id=run_id, after_seq=after_seq))
         except asyncio.CancelledError:
@@ -136,9 +178,39 @@ class ChatConsumer(AsyncWebsocketConsumer):
             log.exception("following run %s failed", run_id)
             await self.send(text_data=error_event("internal", "lost the run's event stream; resume it", run_id=run_id).wire())
         finally:
+            metrics.WS_EVENTS.inc(sent)
             if self.followers.get(run_id) is asyncio.current_task():
                 self.followers.pop(run_id, None)
 
     async def session_logout(self, message: dict[str, Any]) -> None:
         """The user logged out of this session: close its sockets."""
-        await self.close(code=4401)
+        await self.close(code=CLOSE_SESSION_ENDED)
+
+    # ---- credentials -----------------------------------------------------------------------------
+
+    async def auth_recheck(self, message: dict[str, Any]) -> None:
+        """A token of this user was deleted or the user deactivated (somewhere): check this socket's now."""
+        await self._check_credentials()
+
+    async def _check_credentials(self) -> bool:
+        """Close the socket (with the code that says why) if its token, session or user was revoked; True if closed."""
+        if self.closing:
+            return True
+        try:
+            code = await revocation(user_id=self.user.pk, token=self.token, session_key=self.session_key)
+        except Exception:  # the database is away: check again later rather than close a valid socket
+            log.warning("could not re-check a socket's credentials", exc_info=log.isEnabledFor(logging.DEBUG))
+            return False
+        if code is None:
+            return False
+        self.closing = True
+        log.info("closing a socket of user %s: credentials revoked (%s)", self.user.pk, code)
+        for task in self.followers.values():
+            task.cancel()
+        await self.close(code=code)
+        return True
+
+    async def _watch_credentials(self) -> None:
+        """Re-check the credentials every CHAT_AUTH_RECHECK_INTERVAL, whatever the channel layer delivers."""
+        while not await self._check_credentials():
+            await asyncio.sleep(chat_settings.CHAT_AUTH_RECHECK_INTERVAL)

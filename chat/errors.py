@@ -9,9 +9,9 @@ from typing import Literal, get_args
 
 ErrorCode = Literal[
     # a frame or request the server could not take
-    "bad_json", "bad_frame", "unknown_type", "too_large", "unauthorized",
+    "bad_json", "bad_frame", "unknown_type", "too_large", "unauthorized", "unsupported_type",
     # refusals of a valid request
-    "busy", "not_found", "rate_limited", "action_rejected",
+    "busy", "not_found", "rate_limited", "action_rejected", "forbidden", "budget_exceeded",
     # following a run
     "resync",
     # how a run ended, when not with `complete`
@@ -34,11 +34,14 @@ ERRORS: dict[ErrorCode, ErrorInfo] = {
     "bad_frame": ErrorInfo(400, "The frame is JSON but not a valid frame of its type."),
     "unknown_type": ErrorInfo(400, "The frame's `type` is not a client frame type (or not one this endpoint takes)."),
     "too_large": ErrorInfo(413, "The frame is larger than CHAT_MAX_FRAME_BYTES or the message longer than CHAT_MAX_MESSAGE_CHARS."),
+    "unsupported_type": ErrorInfo(415, "An uploaded attachment is not one of the accepted types (PNG, JPEG, WebP, GIF, PDF), judged by its bytes."),
     "unauthorized": ErrorInfo(401, "No valid token or session (or the session's CSRF check failed)."),
     "busy": ErrorInfo(409, "A run is already in progress in this conversation."),
     "not_found": ErrorInfo(404, "No such conversation, run or pending approval for this user (someone else's id looks the same)."),
     "rate_limited": ErrorInfo(429, "A per-user limit (messages a minute, open sockets, runs in progress) or the model's own rate limit."),
+    "budget_exceeded": ErrorInfo(429, "The user's daily token or cost budget (CHAT_DAILY_*_BUDGET) is used up until midnight UTC."),
     "action_rejected": ErrorInfo(403, "The server action's token is missing, expired, altered, used or not for this page."),
+    "forbidden": ErrorInfo(403, "The user lacks a permission or group this page or server action requires (see docs/permissions.md)."),
     "resync": ErrorInfo(410, "The events asked for are no longer retained: reload the conversation over REST."),
     "cancelled": ErrorInfo(409, "The run was cancelled (only as the body of POST /api/chat; streams send `cancelled`)."),
     "interrupted": ErrorInfo(502, "The server process running the turn stopped; the partial answer was saved."),
@@ -94,10 +97,22 @@ class RateLimited(ServiceError):
     code: ErrorCode = "rate_limited"
 
 
+class BudgetExceeded(ServiceError):
+    """You have used today's budget for the assistant; it resets at midnight UTC."""
+
+    code: ErrorCode = "budget_exceeded"
+
+
 class ActionRejected(ServiceError):
     """This action cannot be run."""
 
     code: ErrorCode = "action_rejected"
+
+
+class Forbidden(ServiceError):
+    """You do not have permission to do this here."""
+
+    code: ErrorCode = "forbidden"
 
 
 class BadRequest(ServiceError):

@@ -5,7 +5,6 @@ unreachable the limits fall back to this process's own counts (fail open to a pe
 never fail the request because the limiter's store is down)."""
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import defaultdict, deque
@@ -13,6 +12,7 @@ from typing import Any
 
 from chat.conf import chat_settings
 from chat.errors import RateLimited
+from chat.redis_client import LoopClient, redis_errors
 
 log = logging.getLogger(__name__)
 # An open socket counts in Redis until this long after its process last refreshed it (a dead process's
@@ -30,33 +30,20 @@ return 1
 """
 
 
-def _redis_errors() -> tuple[type[BaseException], ...]:
-    import redis.exceptions as rexc
-
-    return (rexc.RedisError, ConnectionError, OSError, asyncio.TimeoutError)
-
-
 class Limiter:
     """Sliding-window message rate and socket counts; Redis-backed when CHAT_REDIS_URL is set."""
 
     def __init__(self) -> None:
         self._sends: dict[int, deque[float]] = defaultdict(deque)
         self._sockets: dict[int, set[str]] = defaultdict(set)
-        self._redis: Any = None
-        self._redis_loop: Any = None
         self._acquire: Any = None
+        self._redis = LoopClient(on_new=self._register_scripts)
+
+    def _register_scripts(self, client: Any) -> None:
+        self._acquire = client.register_script(_ACQUIRE)
 
     def _client(self) -> Any:
-        if not chat_settings.CHAT_REDIS_URL:
-            return None
-        loop = asyncio.get_running_loop()
-        if self._redis is None or self._redis_loop is not loop:
-            import redis.asyncio as aioredis
-
-            self._redis = aioredis.from_url(chat_settings.CHAT_REDIS_URL, decode_responses=True, socket_connect_timeout=2)
-            self._redis_loop = loop
-            self._acquire = self._redis.register_script(_ACQUIRE)
-        return self._redis
+        return self._redis.get()
 
     # ---- messages --------------------------------------------------------------------------------
 
@@ -71,7 +58,7 @@ class Limiter:
                 pipe.incr(key)
                 pipe.expire(key, 120)
                 count, _ = await pipe.execute()
-            except _redis_errors():
+            except redis_errors():
                 log.warning("rate limiter: Redis unavailable, counting in this process")
             else:
                 if count > limit:
@@ -92,7 +79,7 @@ class Limiter:
             try:
                 await r.decr(f"chat:rate:{user_id}:{int(time.time() // 60)}")
                 return
-            except _redis_errors():
+            except redis_errors():
                 pass
         window = self._sends.get(user_id)
         if window:
@@ -111,7 +98,7 @@ class Limiter:
             now = time.time()
             try:
                 ok = await self._acquire(keys=[self._socket_key(user_id)], args=[now, now + SOCKET_LEASE, limit, socket_id, SOCKET_LEASE * 2])
-            except _redis_errors():
+            except redis_errors():
                 log.warning("socket limiter: Redis unavailable, counting in this process")
             else:
                 if not ok:
@@ -125,7 +112,7 @@ class Limiter:
         if r is not None:
             try:
                 await r.zrem(self._socket_key(user_id), socket_id)
-            except _redis_errors():
+            except redis_errors():
                 pass  # its lease runs out by itself
 
     async def refresh(self) -> None:
@@ -141,7 +128,7 @@ class Limiter:
                     pipe.zadd(self._socket_key(user_id), {sid: expiry for sid in ids})
                     pipe.expire(self._socket_key(user_id), SOCKET_LEASE * 2)
             await pipe.execute()
-        except _redis_errors():
+        except redis_errors():
             log.warning("socket limiter: could not refresh leases")
 
     @staticmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from django.db.models import Q
 
 
@@ -12,12 +12,17 @@ class Conversation(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
     title = models.CharField(max_length=200, blank=True)
     page = models.CharField(max_length=100, blank=True)
+    # a standard client's name for it (AG-UI threadId, AI SDK chat id), unique per owner only
+    thread_id = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-updated_at"]
         indexes = [models.Index(fields=["owner", "-updated_at"])]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "thread_id"], condition=Q(thread_id__isnull=False), name="unique_thread_id_per_owner")
+        ]
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"
@@ -35,6 +40,14 @@ class Message(models.Model):
         ERROR = "error"
         INTERRUPTED = "interrupted"
 
+    class Feedback(models.TextChoices):
+        GOOD = "good"
+        BAD = "bad"
+
+    class PayloadOutcome(models.TextChoices):
+        ACCEPTED = "accepted"
+        REJECTED = "rejected"
+
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
@@ -50,6 +63,11 @@ class Message(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
     client_message_id = models.CharField(max_length=64, null=True, blank=True)
     run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # the reader's verdict on an answer (the tray's "Good response"/"Bad response"), with an optional comment
+    feedback = models.CharField(max_length=8, choices=Feedback.choices, blank=True, db_index=True)
+    feedback_comment = models.TextField(blank=True, max_length=2000)
+    # what the user did with the answer's proposal (custom_payload), so the tray shows it after a reload
+    payload_outcome = models.CharField(max_length=8, choices=PayloadOutcome.choices, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -66,6 +84,37 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
+
+
+def attachment_path(instance: Attachment, filename: str) -> str:
+    """A random name under the owner's folder: never the uploaded name (which is only shown, never trusted)."""
+    return f"pagechat/attachments/{instance.owner_id}/{uuid.uuid4().hex}"
+
+
+class Attachment(models.Model):
+    """A file a user sent with a message (an image or a PDF); unsent (no message) until a chat.send claims it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_attachments")
+    conversation = models.ForeignKey(Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="attachments")
+    message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.CASCADE, related_name="attachments")
+    file = models.FileField(upload_to=attachment_path, max_length=200)
+    thumbnail = models.FileField(upload_to=attachment_path, max_length=200, blank=True)
+    name = models.CharField(max_length=200)  # the uploaded file's name, cleaned, for display only
+    content_type = models.CharField(max_length=100)  # sniffed from the bytes, never taken from the request
+    size = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+    position = models.PositiveSmallIntegerField(default=0)  # its place among the message's attachments, as sent
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["position", "created_at"]
+        indexes = [models.Index(fields=["owner", "message"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.content_type}, {self.size} bytes)"
 
 
 class Run(models.Model):
@@ -87,6 +136,9 @@ class Run(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)  # prompt-cache reads (not in input_tokens)
+    cache_write_tokens = models.PositiveIntegerField(default=0)  # prompt-cache writes (not in input_tokens)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)  # None: the model has no price
     time_to_first_token_ms = models.FloatField(null=True, blank=True)
     duration_ms = models.FloatField(null=True, blank=True)
     last_seq = models.PositiveIntegerField(default=0)
@@ -103,7 +155,7 @@ class Run(models.Model):
                 fields=["conversation"], condition=Q(status="running"), name="one_running_run_per_conversation"
             )
         ]
-        indexes = [models.Index(fields=["status", "heartbeat_at"])]
+        indexes = [models.Index(fields=["status", "heartbeat_at"]), models.Index(fields=["created_at"])]
 
     def __str__(self) -> str:
         return f"Run {self.id} ({self.status})"
@@ -113,6 +165,8 @@ class ToolCall(models.Model):
     class Status(models.TextChoices):
         OK = "ok"
         ERROR = "error"
+        STARTED = "started"  # recorded before the tool runs; still so only while it runs
+        INTERRUPTED = "interrupted"  # its process stopped while it ran: never run again, reported as interrupted
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
     index = models.PositiveIntegerField()
@@ -120,7 +174,7 @@ class ToolCall(models.Model):
     name = models.CharField(max_length=100, db_index=True)
     input = models.JSONField(default=dict)
     output = models.TextField(blank=True)
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.OK)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.OK)
     duration_ms = models.FloatField(default=0)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -150,3 +204,39 @@ class UsedActionToken(models.Model):
 
     nonce = models.CharField(max_length=64, unique=True)
     used_at = models.DateTimeField(auto_now_add=True)
+
+
+class ActionStat(models.Model):
+    """Per page and server action: how often it was offered, clicked, and how the clicks ended (admin analytics)."""
+
+    page = models.CharField(max_length=100, blank=True)
+    action = models.CharField(max_length=100)
+    offered = models.PositiveIntegerField(default=0)
+    clicked = models.PositiveIntegerField(default=0)
+    succeeded = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    rejected = models.PositiveIntegerField(default=0)  # clicked but answered, not run (unknown, expired, used)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["page", "action"], name="unique_action_stat_per_page")]
+        ordering = ["page", "action"]
+
+    def __str__(self) -> str:
+        return f"{self.page}/{self.action}"
+
+
+ACTION_STAT_FIELDS = frozenset({"offered", "clicked", "succeeded", "failed", "rejected"})
+
+
+def action_stat_count(*, page: str, action: str, fields: tuple[str, ...], by: int = 1) -> None:
+    """Add `by` to the named counters of (page, action), atomically (F expressions; the row is made on first use)."""
+    assert set(fields) <= ACTION_STAT_FIELDS, fields
+    page, action = page[:100], action[:100]
+    updates = {name: models.F(name) + by for name in fields}
+    if not ActionStat.objects.filter(page=page, action=action).update(**updates):
+        try:
+            with transaction.atomic():
+                ActionStat.objects.create(page=page, action=action, **{name: by for name in fields})
+        except IntegrityError:  # created meanwhile by another turn
+            ActionStat.objects.filter(page=page, action=action).update(**updates)

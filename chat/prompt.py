@@ -6,6 +6,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chat.agent.data import DATA_NOTICE, as_data
+from chat.languages import language_name, language_normalize
+
 DEFAULT_IDENTITY = (
     "You are a helpful assistant embedded in a web application. You can see which page the user is "
     "on and what they are looking at, call tools, and propose structured changes the page can apply."
@@ -26,6 +29,20 @@ GUIDELINES = """\
 - Emit at most one custom payload per response, exactly in the format its instructions give."""  # noqa: E501 (the prompt's lines are not wrapped)
 
 CHARS_PER_TOKEN = 4
+ATTACHMENT_TOKENS = 1600  # what one attachment counts against the history budget (about one image's tokens)
+# The result a tool call gets in later history when its run ended while it ran (side effects at most once).
+TOOL_INTERRUPTED_RESULT = ("Error: interrupted - the run ended while this tool was running. It may or may not have taken "
+                           "effect, and it was not run again. Tell the user; do not repeat it unless they ask.")
+ERROR_FIELD_LIMITS = {"message": 500, "code": 100, "context": 1000}  # the error comes from the browser: bounded
+
+TROUBLESHOOTING = """\
+The user ran into this error on the page and is asking for help with it:
+Message: {message}
+Code: {code}
+Context: {context}
+Help them troubleshoot: say in plain words what the error means, the likely cause given the page and the context,
+and concrete steps to fix or work around it. Do not invent details the error does not give; if something is
+unclear, ask one question. Never ask for passwords or keys."""
 
 
 @dataclass
@@ -43,24 +60,62 @@ class PromptInput:
     client_actions: Sequence[tuple[str, str, Sequence[str]]] = ()  # (action, description, parameters)
     server_actions: Sequence[tuple[str, str, Sequence[str]]] = ()
     custom_instructions: str = ""
+    language: str | None = None  # the user's language (a BCP 47 tag, e.g. the tray's page language); None: not known
+
+
+LANGUAGE = """\
+The user's language is {name} (`{code}`). Write your answers, suggested value labels and button labels in {name},
+unless the user writes to you in another language; then answer in theirs. Tool inputs, action names and payload
+field names stay as their schemas define them."""
+
+
+def language_section(language: str | None) -> str:
+    """The LANGUAGE section's text for a language tag ("" for none or a tag that is not one)."""
+    code = language_normalize(language)
+    return LANGUAGE.format(name=language_name(code), code=code) if code else ""
+
+
+def error_context(context: dict[str, Any]) -> dict[str, str] | None:
+    """The context's `error {message, code?, context?}` as bounded one-line strings, or None when it has none."""
+    error = context.get("error")
+    if isinstance(error, str):
+        error = {"message": error}
+    if not isinstance(error, dict) or not str(error.get("message") or "").strip():
+        return None
+    out = {}
+    for key, limit in ERROR_FIELD_LIMITS.items():
+        value = error.get(key)
+        text = value if isinstance(value, str) else ("" if value is None else json.dumps(value, default=str, ensure_ascii=False))
+        text = " ".join(text.split())  # one line each: the error cannot add lines (or sections) to the prompt
+        out[key] = (text[:limit] + "…" if len(text) > limit else text) or "(none)"
+    return out
 
 
 def system_prompt_build(p: PromptInput) -> str:
-    """IDENTITY, CONTEXT, PAYLOAD MANIFEST, CAPABILITIES, CUSTOM INSTRUCTIONS, GUIDELINES - in that order."""
+    """IDENTITY, LANGUAGE (when the user's is known), CONTEXT, TROUBLESHOOTING (when the context carries an error),
+    PAYLOAD MANIFEST, CAPABILITIES, CUSTOM INSTRUCTIONS, GUIDELINES - in that order."""
     sections = [f"# IDENTITY\n{p.identity.strip() or DEFAULT_IDENTITY}"]
-    ctx_lines = [p.context_text.strip()] if p.context_text.strip() else []
-    shown = {k: v for k, v in p.request_context.items() if k not in ("csrf_token",)}
+    language = language_section(p.language)
+    if language:
+        sections.append("# LANGUAGE\n" + language)
+    # the page's text and the request's context carry what anyone could have written (an abstract, a name): data
+    ctx_lines = [as_data("page", p.context_text.strip())] if p.context_text.strip() else []
+    error = error_context(p.request_context)
+    # the error gets its own section below, so the raw JSON does not repeat it
+    shown = {k: v for k, v in p.request_context.items() if k not in ("csrf_token",) and not (k == "error" and error)}
     if shown:
-        ctx_lines.append("Request context: " + _compact(shown, 2000))
+        ctx_lines.append("Request context:\n" + as_data("request_context", _compact(shown, 2000)))
     ctx_lines.append(f"Interaction type: {p.interaction_type}. {INTERACTION_NOTES.get(p.interaction_type, '')}")
     if p.action_metadata:
-        ctx_lines.append("Action: " + _compact(p.action_metadata, 1000))
+        ctx_lines.append("Action:\n" + as_data("action", _compact(p.action_metadata, 1000)))
     sections.append("# CONTEXT\n" + "\n".join(ctx_lines))
+    if error:
+        sections.append("# TROUBLESHOOTING\n" + TROUBLESHOOTING.format(**error))
     if p.manifest:
         rows = [f"- [{m['payload_id']}] {m['type']}: {m.get('summary', '')}" for m in p.manifest]
         sections.append(
             "# PAYLOAD MANIFEST\nPayloads shown earlier in this conversation; read one in full with the "
-            "get_payload tool and its id.\n" + "\n".join(rows)
+            "get_payload tool and its id.\n" + as_data("payload_manifest", "\n".join(rows))
         )
     caps: list[str] = []
     if p.tools:
@@ -75,7 +130,7 @@ def system_prompt_build(p: PromptInput) -> str:
         sections.append("# CAPABILITIES\n" + "\n\n".join(caps))
     if p.custom_instructions.strip():
         sections.append("# CUSTOM INSTRUCTIONS\n" + p.custom_instructions.strip())
-    sections.append("# GUIDELINES\n" + GUIDELINES)
+    sections.append("# GUIDELINES\n" + GUIDELINES + "\n- " + DATA_NOTICE)
     return "\n\n".join(sections)
 
 
@@ -99,6 +154,8 @@ class StoredMessage:
     role: str
     content: str
     provider_messages: list[dict[str, Any]] = field(default_factory=list)
+    # the message's attachments as placeholder blocks (chat.attachments.placeholder_block), resolved per provider
+    attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
 def estimate_tokens(value: Any) -> int:
@@ -112,24 +169,45 @@ def history_build(stored: Iterable[StoredMessage], *, budget_tokens: int) -> lis
     """Provider messages from history: every tool_use paired, whole turns trimmed oldest-first to the budget."""
     turns: list[list[dict[str, Any]]] = []
     for m in stored:
-        if m.role == "user":
+        if m.role == "user" and m.provider_messages:
+            if turns:  # a client's answers to the tool calls that ended the turn before: that turn goes on
+                _results_append(turns[-1], m.provider_messages)
+        elif m.role == "user" and m.attachments:  # files first, then the words about them
+            turns.append([{"role": "user", "content": [*m.attachments, {"type": "text", "text": m.content or "(see the attachments)"}]}])
+        elif m.role == "user":
             turns.append([{"role": "user", "content": m.content or "(empty message)"}])
         elif turns:
-            blocks = _paired(m.provider_messages) if m.provider_messages else (
+            blocks = list(m.provider_messages) if m.provider_messages else (
                 [{"role": "assistant", "content": m.content}] if m.content.strip() else []
             )
             turns[-1].extend(blocks)
+    turns = [_paired(turn) for turn in turns]
     # the last turn (the current user message) is always kept; older ones while they fit
     kept: list[list[dict[str, Any]]] = []
     used = 0
     for turn in reversed(turns):
-        cost = sum(estimate_tokens(msg["content"]) for msg in turn)
+        cost = sum(estimate_tokens(msg["content"]) + ATTACHMENT_TOKENS * _attachment_count(msg) for msg in turn)
         if kept and used + cost > budget_tokens:
             break
         kept.append(turn)
         used += cost
     messages = [msg for turn in reversed(kept) for msg in turn]
     return _merge_roles(messages)
+
+
+def _attachment_count(msg: dict[str, Any]) -> int:
+    content = msg["content"]
+    return sum(1 for b in content if isinstance(b, dict) and b.get("type") == "attachment") if isinstance(content, list) else 0
+
+
+def _results_append(turn: list[dict[str, Any]], provider_messages: list[dict[str, Any]]) -> None:
+    """Add tool_result blocks to the turn's last tool-result message (or a new one after its assistant message)."""
+    results = [b for pm in provider_messages if isinstance(pm.get("content"), list)
+               for b in pm["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    if turn and turn[-1]["role"] == "user" and isinstance(turn[-1]["content"], list):
+        turn[-1] = {"role": "user", "content": [*turn[-1]["content"], *results]}
+    else:
+        turn.append({"role": "user", "content": results})
 
 
 def _paired(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -149,7 +227,7 @@ def _paired(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         } if nxt and nxt["role"] == "user" else set()
         missing = [u for u in uses if u not in answered]
         if missing:
-            synth = [{"type": "tool_result", "tool_use_id": u, "content": "Error: the run ended before this tool finished.", "is_error": True} for u in missing]
+            synth = [{"type": "tool_result", "tool_use_id": u, "content": TOOL_INTERRUPTED_RESULT, "is_error": True} for u in missing]
             if nxt is not None and nxt["role"] == "user" and isinstance(nxt["content"], list):
                 nxt["content"] = [*nxt["content"], *synth]
             else:

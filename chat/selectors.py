@@ -1,11 +1,15 @@
 """The reads, always scoped to the asking user where a user asks; someone else's id looks exactly like a missing one."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 
-from chat.models import Conversation, Message
+from chat import attachments
+from chat.attachments import placeholder_block
+from chat.models import Attachment, Conversation, Message, Run
 from chat.prompt import StoredMessage
 from chat.runs.store import run_for_user
 
@@ -16,8 +20,9 @@ MANIFEST_LIMIT = 20
 PAYLOAD_SCAN_LIMIT = 200  # payloads older than the last 200 messages leave the manifest
 
 __all__ = [
-    "conversation_get", "conversation_list", "conversation_messages", "history_exists", "history_list",
-    "payload_get", "payload_manifest", "run_for_user",
+    "attachment_get", "conversation_by_thread", "conversation_get", "conversation_list", "conversation_messages", "conversation_running_run_id",
+    "history_exists", "history_list", "history_window", "message_attachment_blocks", "payload_get", "payload_manifest",
+    "run_assistant_message_id", "run_for_user", "run_stream_ended",
 ]
 
 
@@ -29,8 +34,11 @@ def conversation_get(*, user: User, conversation_id: int) -> Conversation | None
     return Conversation.objects.filter(pk=conversation_id, owner=user).first()
 
 
-def conversation_messages(*, conversation: Conversation) -> QuerySet[Message]:
-    return conversation.messages.order_by("id")
+def conversation_messages(*, conversation: Conversation, with_runs: bool = False) -> QuerySet[Message]:
+    """The conversation's messages in order with their attachments; `with_runs` also reads each answer's run (its
+    diagnostics) in the same query."""
+    messages = conversation.messages.order_by("id").prefetch_related("attachments")
+    return messages.select_related("run") if with_runs else messages
 
 
 def history_list(*, conversation_id: int, limit: int, upto_id: int | None = None) -> list[StoredMessage]:
@@ -38,9 +46,41 @@ def history_list(*, conversation_id: int, limit: int, upto_id: int | None = None
     qs = Message.objects.filter(conversation_id=conversation_id)
     if upto_id is not None:
         qs = qs.filter(id__lt=upto_id)
-    rows = list(qs.order_by("-id").values_list("role", "content", "provider_messages")[:limit])
+    rows = list(qs.order_by("-id").values_list("id", "role", "content", "provider_messages")[:limit])
     rows.reverse()
-    return [StoredMessage(role, content, pm or []) for role, content, pm in rows]
+    files = _attachment_blocks(pk for pk, role, *_ in rows if role == Message.Role.USER)
+    return [StoredMessage(role, content, pm or [], files.get(pk, [])) for pk, role, content, pm in rows]
+
+
+def history_window(*, conversation_id: int, limit: int, upto_id: int | None = None) -> tuple[list[StoredMessage], list[dict[str, Any]]]:
+    """The last `limit` messages and the manifest of the payloads among them, in one bounded query (a turn's reads)."""
+    qs = Message.objects.filter(conversation_id=conversation_id)
+    if upto_id is not None:
+        qs = qs.filter(id__lt=upto_id)
+    rows = list(qs.order_by("-id").values_list("id", "role", "content", "provider_messages", "payloads")[:limit])
+    rows.reverse()
+    files = _attachment_blocks(pk for pk, role, *_ in rows if role == Message.Role.USER)
+    stored = [StoredMessage(role, content, pm or [], files.get(pk, [])) for pk, role, content, pm, _ in rows]
+    return stored, _manifest(payloads for _, role, _, _, payloads in reversed(rows) if role == Message.Role.ASSISTANT and payloads)
+
+
+def _attachment_blocks(message_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
+    """message id -> its attachments as history's placeholder blocks, in the order they were sent (one query)."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for att in Attachment.objects.filter(message_id__in=list(message_ids)).order_by("position", "created_at"):
+        assert att.message_id is not None
+        out.setdefault(att.message_id, []).append(placeholder_block(att))
+    return out
+
+
+def message_attachment_blocks(*, message_id: int) -> list[dict[str, Any]]:
+    """One message's attachments as history's placeholder blocks."""
+    return _attachment_blocks([message_id]).get(message_id, [])
+
+
+def attachment_get(*, user: User, attachment_id: str) -> Attachment | None:
+    """The user's attachment (sent or not); someone else's id is None, exactly like a missing one."""
+    return attachments.attachment_get(user=user, attachment_id=attachment_id)
 
 
 def history_exists(*, conversation_id: int, before_id: int | None) -> bool:
@@ -59,9 +99,13 @@ def _recent_assistant(conversation_id: int) -> QuerySet[Message]:
 
 def payload_manifest(*, conversation_id: int) -> list[dict[str, Any]]:
     """Summaries of the conversation's most recent payloads (bounded: never a scan of the whole conversation)."""
-    rows = _recent_assistant(conversation_id).order_by("-id").values_list("payloads", flat=True)[:MANIFEST_LIMIT]
+    return _manifest(_recent_assistant(conversation_id).order_by("-id").values_list("payloads", flat=True)[:MANIFEST_LIMIT])
+
+
+def _manifest(newest_first: Iterable[list[dict[str, Any]] | None]) -> list[dict[str, Any]]:
+    """Summaries (id, type, summary) of the newest MANIFEST_LIMIT messages' payloads, oldest first."""
     manifest: list[dict[str, Any]] = []
-    for payloads in rows:
+    for payloads in islice(newest_first, MANIFEST_LIMIT):
         for p in payloads or []:
             manifest.append({"payload_id": p.get("payload_id"), "type": p.get("type"), "summary": p.get("summary", "")})
     return list(reversed(manifest[-MANIFEST_LIMIT:]))[:MANIFEST_LIMIT]
@@ -75,3 +119,24 @@ def payload_get(*, conversation_id: int, payload_id: str) -> dict[str, Any] | No
             if p.get("payload_id") == payload_id:
                 return {k: p.get(k) for k in ("payload_id", "type", "data", "summary")}
     return None
+
+
+def run_stream_ended(*, run: Run, after_seq: int) -> bool:
+    """True when a client that has seen `after_seq` already has the run's terminal event (nothing more will come)."""
+    return run.status != Run.Status.RUNNING and run.last_seq > 0 and after_seq >= run.last_seq
+
+
+async def run_assistant_message_id(*, run_id: str) -> int | None:
+    """The run's assistant message (created when the run starts working; None before that)."""
+    return await Message.objects.filter(run_id=run_id, role=Message.Role.ASSISTANT).values_list("pk", flat=True).afirst()
+
+
+async def conversation_by_thread(*, user: User, thread_id: str) -> Conversation | None:
+    """The user's conversation a standard client names `thread_id` (another user's same name is another conversation)."""
+    return await Conversation.objects.filter(owner=user, thread_id=thread_id).afirst()
+
+
+async def conversation_running_run_id(*, conversation_id: int) -> str | None:
+    """The conversation's running run (there is at most one), or None."""
+    pk = await Run.objects.filter(conversation_id=conversation_id, status=Run.Status.RUNNING).values_list("pk", flat=True).afirst()
+    return str(pk) if pk is not None else None

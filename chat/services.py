@@ -4,24 +4,28 @@ The turn itself lives in chat/turns/ (admission, planning, the work, persistence
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from chat import attachments, retention
 from chat.errors import NotFound
 from chat.events import error_event
-from chat.models import Conversation, PendingApproval, Run
+from chat.models import Conversation, Message, PendingApproval, Run
 from chat.runs import manager
 from chat.runs.store import run_for_user, run_terminal_event
-from chat.turns.admission import TurnStarted, turn_start
+from chat.turns.admission import TurnStarted, turn_regenerate, turn_start
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
+    from django.core.files.uploadedfile import UploadedFile
+
+    from chat.models import Attachment
 
 __all__ = [
-    "TurnStarted", "approval_answer", "conversation_create", "conversation_delete", "conversation_rename",
-    "run_cancel", "run_replay_or_resync", "turn_start",
+    "TurnStarted", "approval_answer", "attachment_discard", "attachment_upload", "conversation_create", "conversation_delete", "conversation_rename",
+    "conversations_delete_all", "message_mark", "run_cancel", "run_replay_or_resync", "turn_regenerate", "turn_start",
 ]
 
 
@@ -68,6 +72,49 @@ def conversation_rename(*, user: User, conversation_id: int, title: str) -> Conv
 
 
 def conversation_delete(*, user: User, conversation_id: int) -> None:
-    deleted, _ = Conversation.objects.filter(pk=conversation_id, owner=user).delete()
-    if not deleted:
+    """Delete one of the user's conversations with its runs, files and run logs."""
+    removed = retention.conversations_remove(Conversation.objects.filter(pk=conversation_id, owner=user))
+    if not removed.conversations:
         raise NotFound("conversation not found")
+
+
+_UNSET: Any = object()
+
+
+def message_mark(*, user: User, message_id: int, feedback: str | None = _UNSET, feedback_comment: str | None = _UNSET,
+                 payload_outcome: str | None = _UNSET) -> Message:
+    """Record the reader's feedback or their decision on the proposal, on one of their own assistant messages.
+
+    Fields left out keep their value; "" or None clears one. Someone else's message is `not_found`.
+    """
+    msg = Message.objects.filter(pk=message_id, conversation__owner=user, role=Message.Role.ASSISTANT).first()
+    if msg is None:
+        raise NotFound("message not found")
+    fields = []
+    if feedback is not _UNSET:
+        msg.feedback = feedback or ""
+        fields.append("feedback")
+    if feedback_comment is not _UNSET:
+        msg.feedback_comment = (feedback_comment or "")[:2000]
+        fields.append("feedback_comment")
+    if payload_outcome is not _UNSET:
+        msg.payload_outcome = payload_outcome or ""
+        fields.append("payload_outcome")
+    if fields:
+        msg.save(update_fields=[*fields, "updated_at"])
+    return msg
+
+
+def attachment_upload(*, user: User, upload: UploadedFile) -> Attachment:
+    """Store an image or PDF as the user's unsent attachment (judged by its bytes), or refuse it."""
+    return attachments.attachment_create(user=user, upload=upload)
+
+
+def attachment_discard(*, user: User, attachment_id: str) -> None:
+    """Delete one of the user's unsent attachments; a sent, missing or someone else's one is `not_found`."""
+    attachments.attachment_discard(user=user, attachment_id=attachment_id)
+
+
+def conversations_delete_all(*, user: User) -> int:
+    """Delete every conversation of the user (with runs, files and run logs); how many there were."""
+    return retention.user_conversations_remove(user=user).conversations

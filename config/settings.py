@@ -14,12 +14,33 @@ env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env") if (BASE_DIR / ".env").exists() else None
 
 _DEV_SECRET = "dev-insecure-secret-key-change-me"
-DEBUG = env.bool("DEBUG", default=True)
+DEBUG = env.bool("DEBUG", default=False)  # on only when asked for (`make run` and the tests ask for it)
 SECRET_KEY = env.str("SECRET_KEY", default=_DEV_SECRET)
 if not DEBUG and SECRET_KEY == _DEV_SECRET:
     raise ImproperlyConfigured("Set SECRET_KEY: production settings refuse the default development key.")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# HTTPS in production, from the environment (README "Production settings" lists the values that make
+# `manage.py check --deploy` clean). Defaults are off so plain-HTTP development and the tests keep working.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = env.str("SESSION_COOKIE_SAMESITE", default="Lax")
+CSRF_COOKIE_SAMESITE = env.str("CSRF_COOKIE_SAMESITE", default="Lax")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Behind a TLS-terminating proxy: "HTTP_X_FORWARDED_PROTO,https" (only if the proxy always sets or strips it).
+_proxy_ssl = env.list("SECURE_PROXY_SSL_HEADER", default=[])
+if _proxy_ssl and len(_proxy_ssl) != 2:
+    raise ImproperlyConfigured("SECURE_PROXY_SSL_HEADER is '<HEADER>,<value>', e.g. HTTP_X_FORWARDED_PROTO,https")
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl[0], _proxy_ssl[1]) if _proxy_ssl else None
+USE_X_FORWARDED_HOST = env.bool("USE_X_FORWARDED_HOST", default=False)
 
 INSTALLED_APPS = [
     "daphne",
@@ -33,6 +54,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "channels",
+    "drf_spectacular",  # the OpenAPI document's views (templates) ...
+    "drf_spectacular_sidecar",  # ... and Swagger UI's files, served by us (no CDN)
     "chat",
     "tools",
     "payloads",
@@ -47,6 +70,8 @@ MIDDLEWARE = [
     "servestatic.middleware.ServeStaticMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # the browser's language (Accept-Language), or the one chosen with the demo's switcher (set_language's cookie)
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -66,6 +91,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
@@ -105,9 +131,11 @@ else:
 
 # Chat engine: every setting has its default in chat/conf.py; only variables set in the environment
 # become settings here, parsed by the type chat.conf declares (CHAT_PROVIDER may be an alias).
+# The demo has no internet search: its web_search backend searches the article corpus (and says so).
+CHAT_WEB_SEARCH_BACKEND = "pages.demo.web_search.corpus_search"
 for _name, _spec in ChatSettings.specs().items():
-    if _name in os.environ:
-        globals()[_name] = env.get_value(_name, cast=_spec.cast)
+    if _name in os.environ:  # a dict setting (CHAT_PRICES) is JSON in the environment
+        globals()[_name] = env.json(_name) if _spec.cast is dict else env.get_value(_name, cast=_spec.cast)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -136,7 +164,9 @@ SECURE_CSP = {
     "frame-ancestors": ["'none'"],
 }
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# The languages the demo offers (its switcher lists them); every app's catalogs cover all of them (docs/translations.md).
+LANGUAGES = [("en", "English"), ("de", "Deutsch"), ("es", "Español"), ("fr", "Français")]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -146,14 +176,24 @@ STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
 if DEBUG:  # in development static files come from the finders; STATIC_ROOT exists only after collectstatic
     warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
 # Gzip copies made by collectstatic; no manifest, so unhashed URLs (the tray's ES module imports) keep working.
+# Uploaded chat attachments (served only through the chat API, never from MEDIA_URL: no URL maps this folder).
+MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "var" / "media")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "servestatic.storage.CompressedStaticFilesStorage"},
 }
 
+# Logs: one JSON object a line (LOG_FORMAT=json, the default with DEBUG off) or plain text; every line a turn
+# writes carries its run_id, conversation_id, user_id and error_code (chat.logs). No message text is logged.
+LOG_FORMAT = env.str("LOG_FORMAT", default="text" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"chat_context": {"()": "chat.logs.RunContextFilter"}},
+    "formatters": {
+        "json": {"()": "chat.logs.JsonFormatter"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [run=%(run_id)s] %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["chat_context"], "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
 }

@@ -1,5 +1,6 @@
 """System checks: pages name registered tools, payload types and handlers with the right signatures; page names
-are unique; every `{% chat_tray page="..." %}` names a registered page; no app relies on the old discovery names."""
+are unique; every `{% chat_tray page="..." %}` names a registered page; permission strings name existing permissions
+(pages.E009); no app relies on the old discovery names."""
 from __future__ import annotations
 
 import importlib.util
@@ -31,8 +32,19 @@ def _signature_problem(fn: Callable[..., Any], arity: int) -> str | None:
 
 def page_problems(pages: Any, tools: Any, payloads: Any) -> list[checks.CheckMessage]:
     """Problems of the given registries (tests pass their own instances)."""
+    from tools.access import known_permissions, unknown_permissions
+    from tools.checks import PERMISSION_HINT
+
+    known = known_permissions()
     errors: list[checks.CheckMessage] = []
     for page in pages:
+        for perm in unknown_permissions(page.permissions, known):
+            errors.append(checks.Error(f"page {page.name!r}: permission {perm!r} names no existing permission",
+                                       hint=PERMISSION_HINT, id="pages.E009", obj=page.name))
+        for action in page.server_actions:
+            for perm in unknown_permissions(action.permissions, known):
+                errors.append(checks.Error(f"page {page.name!r}: server action {action.action!r}: permission {perm!r} names no existing permission",
+                                           hint=PERMISSION_HINT, id="pages.E009", obj=page.name))
         scopes = [(page.name, page.tools, page.payloads)]
         for tab in page.tabs.values():
             scopes.append((f"{page.name}/{tab.name}", tab.tools, tab.payloads))

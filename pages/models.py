@@ -15,6 +15,11 @@ class ChatPage(models.Model):
     client_actions = models.JSONField(default=list, blank=True)
     server_actions = models.JSONField(default=list, blank=True)
     registered = models.BooleanField(default=True)
+    permissions = models.JSONField(default=list, blank=True, help_text="Django permissions the code requires (all of them).")
+    groups = models.ManyToManyField(
+        "auth.Group", blank=True, related_name="+",
+        help_text="When set, only members of these groups (and superusers) may chat on this page. Takes effect on the next turn.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -35,6 +40,6 @@ def chat_page_rows_sync() -> None:
             "identity": page.identity, "tools": list(page.tools), "payloads": list(page.payloads),
             "tabs": {t.name: {"tools": list(t.tools), "payloads": list(t.payloads), "subtabs": sorted(t.subtabs)} for t in page.tabs.values()},
             "client_actions": [a.action for a in page.client_actions], "server_actions": [a.action for a in page.server_actions],
-            "registered": True,
+            "permissions": list(page.permissions), "registered": True,
         })
     ChatPage.objects.exclude(name__in=names).update(registered=False)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,18 @@ class ServerActionResult:
     suggested_actions: list[dict[str, Any]] = field(default_factory=list)
     payload: dict[str, Any] | None = None
     continue_with_model: bool = False
+    refresh: bool = False  # the action changed what the page shows: the tray tells the page (`pagechat:refresh`)
+    ok: bool = True  # False: the action ran but did not do what was asked (counted as failed)
+
+
+class ActionFailed(Exception):
+    """Raised by a server action handler: the action could not be done; `message` is shown to the user.
+
+    The handler runs in a transaction that is rolled back, so nothing it wrote stays."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,10 @@ class ServerAction:
     description: str
     handler: Callable[[dict[str, Any], Any, dict[str, Any]], ServerActionResult]
     parameters: tuple[str, ...] = ()
+    permissions: Sequence[str] = ()  # Django permission strings, all required (else never offered, never run); kept as a tuple
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "permissions", tuple(self.permissions))
 
 
 @dataclass(frozen=True)
@@ -49,7 +65,7 @@ class TabSpec:
     name: str
     tools: tuple[str, ...] = ()
     payloads: tuple[str, ...] = ()
-    subtabs: dict[str, "TabSpec"] = field(default_factory=dict)
+    subtabs: dict[str, TabSpec] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,10 @@ class PageSpec:
     client_actions: tuple[ClientAction, ...] = ()
     server_actions: tuple[ServerAction, ...] = ()
     custom_instructions: str = ""
+    permissions: Sequence[str] = ()  # Django permission strings, all required to chat on this page; kept as a tuple
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "permissions", tuple(self.permissions))
 
     def tab_chain(self, context: dict[str, Any]) -> list[TabSpec]:
         """The active tab and subtab named by the request context, outermost first."""

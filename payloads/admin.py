@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.utils.translation import gettext, gettext_lazy as _
 
 from payloads.models import PayloadType
 
@@ -21,16 +22,16 @@ class PayloadTypeAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
         return False
 
-    @admin.display(description="used on pages")
+    @admin.display(description=_("used on pages"))
     def used_on(self, obj: PayloadType) -> str:
         from pages.registry import registry
 
-        return ", ".join(registry.where_used(payload=obj.type)) or ("every page" if obj.is_global else "—")
+        return ", ".join(registry.where_used(payload=obj.type)) or (gettext("every page") if obj.is_global else "—")
 
-    @admin.display(description="instructions given to the model")
+    @admin.display(description=_("instructions given to the model"))
     def instructions(self, obj: PayloadType) -> str:
         from chat.admin import pretty
         from payloads.registry import registry
 
         spec = registry.get(obj.type)
-        return pretty(spec.instructions() if spec else "(no longer registered)")
+        return pretty(spec.instructions() if spec else gettext("(no longer registered)"))

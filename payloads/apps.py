@@ -13,6 +13,8 @@ class PayloadsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from payloads import builtin  # noqa: F401  (the built-in tools' payload types)
+
         checks.register(check_payloads)
         post_migrate.connect(_sync, sender=self)
 

@@ -7,6 +7,7 @@ extracted (trailing whitespace trimmed) and never shown. No Django here: this ru
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -29,13 +30,15 @@ RAW_ERROR_CHARS = 200
 
 @dataclass(frozen=True, slots=True)
 class Extracted:
-    """One block cut out of the text: its marker and the raw JSON text (fences stripped)."""
+    """One block cut out of the text: its marker and the raw JSON text (fences stripped), or with `line`
+    the rest of the marker's line (the line formats `a, b, c` and `label|action|handler|style|data`)."""
 
     marker: str
     raw: str
+    line: bool = False
 
 
-_TEXT, _AFTER_MARKER, _IN_JSON, _AFTER_JSON = range(4)
+_TEXT, _AFTER_MARKER, _IN_JSON, _AFTER_JSON, _IN_LINE = range(5)
 # Characters that matter while scanning JSON: outside strings / inside strings.
 _JSON_SIGNIFICANT = re.compile(r'[{}\[\]"`]')
 _STRING_SIGNIFICANT = re.compile(r'["\\]')
@@ -44,8 +47,10 @@ _STRING_SIGNIFICANT = re.compile(r'["\\]')
 class MarkerStreamFilter:
     """Hides marker blocks from streamed text; feed() outputs + close() == text minus blocks, for any split."""
 
-    def __init__(self, markers: Iterable[str]) -> None:
+    def __init__(self, markers: Iterable[str], line_markers: Iterable[str] = ()) -> None:
         self.markers: frozenset[str] = frozenset(markers)
+        # Markers whose block may also be the rest of their line instead of JSON (the suggestion markers).
+        self.line_markers: frozenset[str] = frozenset(line_markers) & self.markers
         for marker in self.markers:
             if not MARKER_RE.fullmatch(marker):
                 raise ValueError(f"marker {marker!r} must be UPPER_SNAKE ending with ':'")
@@ -60,6 +65,7 @@ class MarkerStreamFilter:
         self._held = ""  # TEXT: a possible marker prefix; otherwise text to release if no block
         self._marker = ""
         self._sub = ""  # step inside _AFTER_MARKER: ws | ticks | lang | fws
+        self._newline = False  # _AFTER_MARKER: a newline followed the marker (a line block must start on its line)
         self._ticks = 0
         self._fenced = False
         self._raw: list[str] = []
@@ -81,6 +87,8 @@ class MarkerStreamFilter:
                 i = self._scan_opener(delta, i, out)
             elif self._state == _IN_JSON:
                 i = self._scan_json(delta, i)
+            elif self._state == _IN_LINE:
+                i = self._scan_line(delta, i)
             else:
                 i = self._scan_closer(delta, i, out)
         return "".join(out)
@@ -93,6 +101,9 @@ class MarkerStreamFilter:
         if self._state == _IN_JSON:
             self._finish_block("".join(self._raw).rstrip())
             return ""
+        if self._state == _IN_LINE:
+            self._finish_block("".join(self._raw).strip(), line=True)
+            return ""
         held, self._held = self._held, ""
         return held
 
@@ -104,7 +115,7 @@ class MarkerStreamFilter:
         hit = self._search(text) if self._search else None
         if hit:
             out.append(text[: hit.start()])
-            self._state, self._sub, self._ticks = _AFTER_MARKER, "ws", 0
+            self._state, self._sub, self._ticks, self._newline = _AFTER_MARKER, "ws", 0, False
             self._marker = self._held = hit.group()
             return len(s) - (len(text) - hit.end())
         keep = self._partial_marker_len(text)
@@ -140,11 +151,16 @@ class MarkerStreamFilter:
             elif c.isspace() and sub != "ticks":
                 if sub == "lang":
                     self._sub = "fws"
+                elif c == "\n":
+                    self._newline = True
             elif c in "{[":
                 self._start_json(fenced=sub != "ws")
                 return i
             elif c == "`" and sub == "ws":
                 self._sub, self._ticks = "ticks", 1
+            elif sub == "ws" and not self._newline and self._marker in self.line_markers:
+                self._state, self._held, self._raw = _IN_LINE, "", []
+                return i
             else:
                 return self._release(i, out)
             self._held += c
@@ -200,6 +216,17 @@ class MarkerStreamFilter:
         self._raw.append(s[start:i])
         return i
 
+    def _scan_line(self, s: str, i: int) -> int:
+        """A line-format block: everything up to (not including) the end of its line."""
+        end = s.find("\n", i)
+        if end < 0:
+            self._raw.append(s[i:])
+            return len(s)
+        self._raw.append(s[i:end])
+        self._finish_block("".join(self._raw).strip(), line=True)
+        self._state = _TEXT
+        return end
+
     def _scan_closer(self, s: str, i: int, out: list[str]) -> int:
         """After fenced JSON: whitespace then ``` ends the block; anything else is prose again."""
         n = len(s)
@@ -222,14 +249,14 @@ class MarkerStreamFilter:
         self._state, self._held = _TEXT, ""
         return i
 
-    def _finish_block(self, raw: str) -> None:
-        self.extracted.append(Extracted(self._marker, raw))
+    def _finish_block(self, raw: str, *, line: bool = False) -> None:
+        self.extracted.append(Extracted(self._marker, raw, line))
         self._raw = []
 
 
-def extract_blocks(text: str, markers: Iterable[str]) -> tuple[str, list[Extracted]]:
+def extract_blocks(text: str, markers: Iterable[str], line_markers: Iterable[str] = ()) -> tuple[str, list[Extracted]]:
     """One-shot form of MarkerStreamFilter: (text without blocks, blocks)."""
-    f = MarkerStreamFilter(markers)
+    f = MarkerStreamFilter(markers, line_markers)
     visible = f.feed(text) + f.close()
     return visible, f.extracted
 
@@ -494,9 +521,9 @@ def parse_blocks(extracted: Iterable[Extracted], specs: Mapping[str, PayloadVali
 
     for block in extracted:
         try:
-            data = json.loads(block.raw, parse_constant=_reject_constant)
+            data = _block_data(block)
         except ValueError as exc:
-            error(block, f"invalid JSON: {exc}")
+            error(block, str(exc))
             continue
         except RecursionError:
             error(block, "invalid JSON: nested too deeply")
@@ -522,6 +549,74 @@ def parse_blocks(extracted: Iterable[Extracted], specs: Mapping[str, PayloadVali
         except Exception as exc:  # validators are page code: any failure drops only this block
             error(block, f"schema violation: {_describe(exc)}")
     return result
+
+
+def _block_data(block: Extracted) -> Any:
+    """The block's JSON value; a line-format suggestion block as the list of items it describes."""
+    if not block.line:
+        try:
+            return json.loads(block.raw, parse_constant=_reject_constant)
+        except ValueError as exc:
+            raise ValueError(f"invalid JSON: {exc}") from None
+    if block.marker == SUGGESTED_VALUES_MARKER:
+        items = parse_values_line(block.raw)
+    elif block.marker == SUGGESTED_ACTIONS_MARKER:
+        items = parse_actions_line(block.raw)
+    else:
+        raise ValueError("only suggestions have a line format")
+    if not items:
+        raise ValueError("no items in the line")
+    return items
+
+
+def parse_values_line(line: str) -> list[dict[str, str]]:
+    """`Yes, No, Tell me more` -> chips whose label is their value (the specs' SUGGESTED_VALUES line)."""
+    return [{"label": v, "value": v} for v in (part.strip() for part in line.split(",")) if v]
+
+
+def parse_actions_line(line: str) -> list[dict[str, Any]]:
+    """`label|action|handler[|style[|data_json]]` items separated by `;` (outside the JSON data) -> action dicts.
+
+    Items with fewer than three fields are skipped (they fail validation as empty dicts and are reported);
+    data that is not valid JSON is left out, as the specs' parser does."""
+    out: list[dict[str, Any]] = []
+    for item in _split_outside_json(line, ";"):
+        parts = [p.strip() for p in item.split("|", 4)]
+        if len(parts) < 3:
+            out.append({"raw": item.strip()})  # invalid: parse_blocks reports it
+            continue
+        action: dict[str, Any] = {"label": parts[0], "action": parts[1], "handler": parts[2]}
+        if len(parts) > 3 and parts[3]:
+            action["style"] = parts[3]
+        if len(parts) > 4 and parts[4]:
+            with contextlib.suppress(ValueError, RecursionError):
+                action["data"] = json.loads(parts[4], parse_constant=_reject_constant)
+        out.append(action)
+    return out
+
+
+def _split_outside_json(text: str, sep: str) -> list[str]:
+    """Split on `sep` except inside JSON brackets or strings (data_json may contain the separator)."""
+    parts, depth, in_string, escape, start = [], 0, False, False, 0
+    for k, c in enumerate(text):
+        if in_string:
+            if escape:
+                escape = False
+            elif c == "\\":
+                escape = True
+            elif c == '"':
+                in_string = False
+        elif c == '"' and depth:
+            in_string = True
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth = max(0, depth - 1)
+        elif c == sep and depth == 0:
+            parts.append(text[start:k])
+            start = k + 1
+    parts.append(text[start:])
+    return [p for p in parts if p.strip()]
 
 
 def _reject_constant(name: str) -> Any:

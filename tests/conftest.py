@@ -64,12 +64,21 @@ def _close_executor_connections(django_db_setup: Any, django_db_blocker: Any) ->
 
 @pytest.fixture(autouse=True)
 def _clean_state(settings: Any) -> Any:
+    from channels.layers import channel_layers
+    from django.utils import translation
+
     settings.CHAT_OFFLINE_DELAY = 0
+    # each test has its own event loop; channels_redis binds a layer's process-local receive to the first loop
+    # that used it ("Two event loops are trying to receive()"), so every test gets fresh layers
+    channel_layers.backends.clear()
     ScriptedProvider.reset()
     limiter.reset()
     manager.handles.clear()
     yield
     ScriptedProvider.reset()
+    # the test client runs LocaleMiddleware in this thread: a German request would leave German active for the
+    # tests after it
+    translation.deactivate()
 
 
 _CHAT_API = re.compile(r"^/api/chat(/|$)")
@@ -167,6 +176,8 @@ async def ws_connect(user: Any | None = None, *, token: str | None = None, heade
     from config.asgi import application
 
     hdrs = list(headers or [])
+    if not any(k == b"host" for k, _ in hdrs):  # what a browser or daphne always has; origins are compared with it
+        hdrs.append((b"host", b"testserver"))
     if token is None and user is not None:
         token = await database_sync_to_async(token_for)(user)
     if token:

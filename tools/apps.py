@@ -10,8 +10,10 @@ class ToolsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from tools import builtin  # noqa: F401
-        from tools import checks  # noqa: F401  (registers system checks)
+        from tools import (
+            builtin,  # noqa: F401
+            checks,  # noqa: F401  (registers system checks)
+        )
 
         post_migrate.connect(_sync, sender=self)
 

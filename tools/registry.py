@@ -79,13 +79,14 @@ class ToolRegistry:
         return name in self._tools
 
     def __iter__(self) -> Iterator[ToolSpec]:
-        return iter(self._tools.values())
+        # a snapshot: MCP servers' tools are (un)registered while other threads read (tools/mcp.py)
+        return iter(list(self._tools.values()))
 
     def names(self) -> list[str]:
         return list(self._tools)
 
     def global_names(self) -> list[str]:
-        return [t.name for t in self._tools.values() if t.is_global]
+        return [t.name for t in list(self._tools.values()) if t.is_global]
 
     def resolve(self, names: Iterable[str], *, disabled: Iterable[str] = ()) -> list[ToolSpec]:
         """Global tools + `names` (in order, without repeats), minus `disabled` and unknown names."""

@@ -19,16 +19,20 @@ def tool_rows_sync(*, registry: ToolRegistry = default_registry) -> None:
 
     names = set()
     for spec in registry:
+        if spec.mcp_server:
+            continue
         names.add(spec.name)
         row, created = Tool.objects.get_or_create(
             name=spec.name,
             defaults={"description": spec.description, "requires_approval": spec.requires_approval,
-                      "is_global": spec.is_global, "module": spec.module},
+                      "is_global": spec.is_global, "module": spec.module, "permissions": list(spec.permissions)},
         )
-        if not created and (row.description, row.is_global, row.module, row.registered) != (spec.description, spec.is_global, spec.module, True):
-            row.description, row.is_global, row.module, row.registered = spec.description, spec.is_global, spec.module, True
-            row.save(update_fields=["description", "is_global", "module", "registered", "updated_at"])
-    Tool.objects.exclude(name__in=names).filter(registered=True).update(registered=False)
+        mirrored = (spec.description, spec.is_global, spec.module, True, list(spec.permissions))
+        if not created and (row.description, row.is_global, row.module, row.registered, row.permissions) != mirrored:
+            row.description, row.is_global, row.module, row.registered, row.permissions = mirrored
+            row.save(update_fields=["description", "is_global", "module", "registered", "permissions", "updated_at"])
+    # an MCP server's tools are mirrored when its tools are listed (tools/mcp.py), not from the code
+    Tool.objects.exclude(name__in=names).exclude(module__startswith="mcp:").filter(registered=True).update(registered=False)
 
 
 def tool_overrides() -> dict[str, ToolOverride]:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, get_type_hints
 
@@ -23,9 +23,22 @@ class ToolSpec:
     requires_approval: bool = False
     streaming: bool = False
     side_effects: bool = False
+    # The tool changes data (creates, updates, deletes, sends): it always asks the user's approval first, since a
+    # model can be talked into calling it by text on a page or in a tool result (prompt injection).
+    changes_data: bool = False
     module: str = ""
     tags: tuple[str, ...] = field(default_factory=tuple)
     problems: tuple[str, ...] = ()  # why the schema did not build (reported by checks; never offered to the model)
+    # Django permission strings ("app_label.codename"), all required: a user without them never sees the tool
+    permissions: Sequence[str] = ()
+    # The MCP server the tool comes from (tools/mcp.py): the server's group restriction applies to it too
+    mcp_server: str = ""
+
+    def __post_init__(self) -> None:
+        # `permissions=[...]` reads naturally at the decorator; store it as a tuple so the spec stays hashable
+        object.__setattr__(self, "permissions", tuple(self.permissions))
+        if self.changes_data and not self.requires_approval:  # a data-changing tool always asks first
+            object.__setattr__(self, "requires_approval", True)
 
     def as_agent_tool(self, *, description: str | None = None, requires_approval: bool | None = None) -> AgentTool:
         """The loop's view of this tool, with staff overrides applied."""
@@ -34,7 +47,8 @@ class ToolSpec:
             description=description or self.description,
             input_schema=self.input_schema,
             executor=self.executor,
-            requires_approval=self.requires_approval if requires_approval is None else requires_approval,
+            # staff may add an approval, never remove the one a data-changing tool has
+            requires_approval=self.requires_approval if requires_approval is None else (requires_approval or self.changes_data),
         )
 
     def with_(self, **changes: Any) -> ToolSpec:

@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+from chat.agent.data import as_data
 from chat.agent.types import (
     AgentComplete,
     AgentEvent,
@@ -19,6 +20,7 @@ from chat.agent.types import (
     AgentToolProgress,
     AgentToolStart,
     LoopState,
+    TextChunks,
     ToolContext,
     ToolProgress,
     ToolResult,
@@ -27,6 +29,7 @@ from chat.providers.base import MessageEnd, Provider, ProviderRequest, TextDelta
 
 Approver = Callable[[str, str, dict[str, Any]], Awaitable[bool]]
 SyncRunner = Callable[..., Awaitable[Any]]  # runs a blocking call off the event loop: runner(fn, *args)
+BeforeTool = Callable[[str, str, dict[str, Any], int], Awaitable[None]]
 MAX_TOOL_OUTPUT_CHARS = 20_000
 
 
@@ -49,8 +52,13 @@ async def run_agent_loop(
     approver: Approver | None = None,
     state: LoopState | None = None,
     sync_runner: SyncRunner = asyncio.to_thread,
+    before_tool: BeforeTool | None = None,
 ) -> AsyncIterator[AgentEvent]:
-    """Yield agent events until the model answers without tools or `max_iterations` model calls ran."""
+    """Yield agent events until the model answers without tools or `max_iterations` model calls ran.
+
+    `before_tool(tool_use_id, name, input, index)` records a call as started before it runs (side effects at
+    most once: a call found started after a crash is reported interrupted, never run again); if it raises,
+    the tool does not run."""
     state = state if state is not None else LoopState()
     ctx = ctx or ToolContext()
     convo = list(messages)
@@ -65,7 +73,7 @@ async def run_agent_loop(
         )
         blocks: list[dict[str, Any]] = []
         tool_uses: list[ToolUseEnd] = []
-        text_buf: list[str] = []
+        text_buf = TextChunks()
         end: MessageEnd | None = None
         async for ev in provider.stream(request):
             if isinstance(ev, TextDelta):
@@ -76,7 +84,7 @@ async def run_agent_loop(
             elif isinstance(ev, ToolUseEnd):
                 if text_buf:
                     blocks.append({"type": "text", "text": "".join(text_buf)})
-                    text_buf = []
+                    text_buf = TextChunks()
                 tool_uses.append(ev)
                 blocks.append({"type": "tool_use", "id": ev.id, "name": ev.name, "input": ev.input})
             elif isinstance(ev, MessageEnd):
@@ -99,6 +107,12 @@ async def run_agent_loop(
             started = time.perf_counter()
             yield AgentToolStart(tool_use_id=use.id, name=use.name, input=use.input)
             tool = tools.get(use.name)
+            if tool is not None and tool.client_side and not last and not use.input_error:
+                # the client runs it and answers in its next request, which continues this turn
+                state.client_calls.append({"id": use.id, "name": use.name, "input": use.input})
+                state.pending_tool_uses = state.pending_tool_uses[1:]
+                continue
+            executed = False
             if last:
                 result = ToolResult(f"Error: tool calls are over the limit of {max_iterations} iterations.", is_error=True)
             elif use.input_error:
@@ -112,7 +126,15 @@ async def run_agent_loop(
                     approved = await approver(use.id, use.name, use.input) if approver else False
                     if not approved:
                         result = ToolResult("Error: the user did not approve this tool call.", is_error=True)
+                if result is None and before_tool is not None:
+                    try:
+                        await before_tool(use.id, use.name, use.input, tool_index)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:  # never run a call that is not recorded: a crash could run it twice
+                        result = ToolResult("Error: the tool call could not be recorded, so it was not run.", is_error=True)
                 if result is None:
+                    executed = True
                     async for item in _execute(tool, use.input, ctx, sync_runner):
                         if isinstance(item, ToolProgress):
                             yield AgentToolProgress(tool_use_id=use.id, name=use.name, update=item)
@@ -120,7 +142,9 @@ async def run_agent_loop(
                             result = item
             assert result is not None
             text = result.text if len(result.text) <= MAX_TOOL_OUTPUT_CHARS else result.text[:MAX_TOOL_OUTPUT_CHARS] + "\n[truncated]"
-            results.append({"type": "tool_result", "tool_use_id": use.id, "content": text, **({"is_error": True} if result.is_error else {})})
+            # what a tool returns is data (it may carry text someone else wrote), never instructions
+            content = as_data(f"tool:{use.name}", text) if executed else text
+            results.append({"type": "tool_result", "tool_use_id": use.id, "content": content, **({"is_error": True} if result.is_error else {})})
             state.tool_history.append({"tool_name": use.name, "input": use.input, "output": text})
             if result.payload:
                 state.payloads.append(result.payload)
@@ -134,6 +158,11 @@ async def run_agent_loop(
             tool_index += 1
             state.pending_tool_uses = state.pending_tool_uses[1:]
         tool_turn = {"role": "user", "content": results}
+        if state.client_calls:  # stop here: the server tools' results are kept for the client's continuation
+            if results:
+                state.messages.append(tool_turn)
+            yield AgentComplete(text=state.text, stop_reason="client_tool")
+            return
         convo.append(tool_turn)
         state.messages.append(tool_turn)
         if last:

@@ -31,7 +31,7 @@ class ToolResult:
 class ToolContext:
     """Who is asking and from where; tools act with this user's permissions only."""
 
-    user: Any = None
+    user: Any = None  # the host's user object, opaque here: the agent loop knows no Django
     conversation_id: int | None = None
     run_id: str = ""
     context: dict[str, Any] = field(default_factory=dict)
@@ -47,6 +47,8 @@ class AgentTool:
     input_schema: dict[str, Any]
     executor: Callable[..., Any]
     requires_approval: bool = False
+    client_side: bool = False  # a tool the client runs (AG-UI frontend tools): the loop stops at its call
+
 
     def definition(self) -> dict[str, Any]:
         """The provider-facing definition (Anthropic tool format)."""
@@ -120,17 +122,38 @@ AgentEvent = (
 )
 
 
+class TextChunks(list[str]):
+    """A list of text pieces that joins every COMPACT_AT pieces into one: a token is a few bytes but a str object
+    costs ~50 more, so a long answer kept token by token would take ~10x its size."""
+
+    COMPACT_AT = 64
+
+    def __init__(self, *pieces: str) -> None:
+        super().__init__(pieces)
+        self._joined = 0  # pieces before this index are already compacted chunks
+
+    def append(self, piece: str) -> None:
+        super().append(piece)
+        if len(self) - self._joined >= self.COMPACT_AT:
+            self[self._joined:] = ["".join(self[self._joined:])]
+            self._joined = len(self)
+            if self._joined >= self.COMPACT_AT:  # and the chunks themselves, rarely (amortised O(n))
+                self[:] = ["".join(self)]
+                self._joined = 1
+
+
 @dataclass
 class LoopState:
     """What the loop has produced so far; the caller reads it even when the loop is cancelled."""
 
     messages: list[dict[str, Any]] = field(default_factory=list)  # provider messages added this turn
-    text_parts: list[str] = field(default_factory=list)
+    text_parts: list[str] = field(default_factory=TextChunks)
     tool_history: list[dict[str, Any]] = field(default_factory=list)
     payloads: list[dict[str, Any]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     iterations: int = 0
     pending_tool_uses: list[dict[str, Any]] = field(default_factory=list)  # emitted, not yet answered
+    client_calls: list[dict[str, Any]] = field(default_factory=list)  # {id, name, input}: calls the client answers
 
     @property
     def text(self) -> str:

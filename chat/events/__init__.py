@@ -25,7 +25,17 @@ from chat.events.client import (
     client_frame_adapter,
     parse_frame,
 )
-from chat.events.complete import CompleteEvent, CompletePayload, CustomPayload, SuggestedAction, SuggestedValue, TokenUsage, ToolUse, complete_payload_build
+from chat.events.complete import (
+    ActionResult,
+    CompleteEvent,
+    CompletePayload,
+    CustomPayload,
+    SuggestedAction,
+    SuggestedValue,
+    TokenUsage,
+    ToolUse,
+    complete_payload_build,
+)
 from chat.events.schema import SCHEMA_DIALECT, protocol_schemas
 from chat.events.server import (
     RUN_EVENTS,
@@ -48,5 +58,5 @@ __all__ = [
     "CompleteEvent", "CompletePayload", "CustomPayload", "Envelope", "ErrorEvent", "Frame", "FrameError", "HistoryItem",
     "InteractionType", "RunEvent", "StatusEvent", "SuggestedAction", "SuggestedValue", "TextDeltaEvent", "TokenUsage",
     "ToolApprovalEvent", "ToolCompleteEvent", "ToolProgressEvent", "ToolStartEvent", "ToolUse", "client_frame_adapter",
-    "complete_payload_build", "error_event", "parse_frame", "protocol_schemas",
+    "ActionResult", "complete_payload_build", "error_event", "parse_frame", "protocol_schemas",
 ]

@@ -5,7 +5,7 @@ import json
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from chat.events.base import Frame
 from chat.events.server import FrameError, error_event
@@ -13,7 +13,13 @@ from chat.events.server import FrameError, error_event
 InteractionType = Literal["text_input", "value_selected", "action_executed"]
 
 
-class ActionMetadata(Frame):
+class ClientFrameModel(Frame):
+    """What a client sends: strict types, no coercion (`true` is not conversation 1, `"yes"` is not `true`)."""
+
+    model_config = ConfigDict(strict=True)
+
+
+class ActionMetadata(ClientFrameModel):
     """The button a user clicked: a server action carries the signed token the server gave it."""
 
     action_identifier: str = Field(min_length=1, max_length=100)
@@ -21,33 +27,48 @@ class ActionMetadata(Frame):
     token: str | None = Field(default=None, max_length=4096)
 
 
-class HistoryItem(Frame):
+class HistoryItem(ClientFrameModel):
     role: Literal["user", "assistant"]
     content: str = Field(max_length=100_000)
     timestamp: str | None = None
 
 
-class ChatSend(Frame):
-    """Send a message (starts a run; a resend of a stored client_message_id starts nothing new)."""
+class ChatSend(ClientFrameModel):
+    """Send a message (starts a run; a resend of a stored client_message_id starts nothing new; without one the
+    server makes one up and every send is a new message)."""
 
     type: Literal["chat.send"] = "chat.send"
-    client_message_id: str = Field(min_length=1, max_length=64)
+    client_message_id: str | None = Field(default=None, min_length=1, max_length=64)
     conversation_id: int | None = None
     message: str = Field(max_length=100_000)
     context: dict[str, Any] = Field(default_factory=dict)
     interaction_type: InteractionType = "text_input"
     action_metadata: ActionMetadata | None = None
     conversation_history: list[HistoryItem] | None = Field(default=None, max_length=200)
+    replace_last: Literal["answer", "question"] | None = Field(default=None, description=(
+        "Addition to v1: `answer` regenerates the conversation's last answer (a new run answers the last question "
+        "again; `message` is ignored, the question is not stored twice); `question` replaces the last question "
+        "with `message` and answers it. The replaced answer (and question) are deleted. Needs `conversation_id`."
+    ))
+    attachments: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(default=None, max_length=20, description=(
+        "Addition to v1: ids of attachments the sender uploaded (`POST <api>attachments/`) and has not sent yet; they "
+        "become the message's attachments (at most `CHAT_MAX_ATTACHMENTS_PER_MESSAGE`). Someone else's, an unknown or "
+        "an already sent id is `not_found`."
+    ))
+    language: str | None = Field(default=None, max_length=35, pattern=r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8}){0,3}$", description=(
+        "Addition to v1: the user's language as a BCP 47 tag (`de`, `pt-BR`; the tray sends its page's language). The "
+        "model is told to answer in it. Without it the model is told nothing about the language."
+    ))
 
 
-class ChatCancel(Frame):
+class ChatCancel(ClientFrameModel):
     """Cancel one of the user's runs, wherever it runs."""
 
     type: Literal["chat.cancel"]
     run_id: str = Field(min_length=1, max_length=64)
 
 
-class ChatResume(Frame):
+class ChatResume(ClientFrameModel):
     """Replay a run's events after `after_seq`, then follow it live."""
 
     type: Literal["chat.resume"]
@@ -55,7 +76,7 @@ class ChatResume(Frame):
     after_seq: int = Field(default=0, ge=0)
 
 
-class ChatApprove(Frame):
+class ChatApprove(ClientFrameModel):
     """Answer a `tool_approval`."""
 
     type: Literal["chat.approve"]
@@ -89,6 +110,15 @@ def _nesting_depth(text: str) -> int:
     return deepest
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def json_loads_strict(text: str | bytes) -> Any:
+    """`json.loads` refusing what JSON does not have (`NaN`, `Infinity`, `-Infinity`): ValueError like any bad JSON."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
 def parse_frame(text: str | None, max_bytes: int) -> ClientFrame | FrameError:
     """A validated client frame, or the FrameError that answers it."""
     if text is None:
@@ -98,11 +128,13 @@ def parse_frame(text: str | None, max_bytes: int) -> ClientFrame | FrameError:
     if _nesting_depth(text) > MAX_NESTING:  # decided before parsing: the parser's own limit depends on the stack
         return error_event("bad_frame", f"frame is nested deeper than {MAX_NESTING} levels")
     try:
-        data = json.loads(text)
+        data = json_loads_strict(text)
     except (ValueError, RecursionError):
-        return error_event("bad_json", "frame is not valid JSON")
+        return error_event("bad_json", "frame is not valid JSON (NaN and Infinity are not JSON)")
     if not isinstance(data, dict):
         return error_event("bad_frame", "frame must be a JSON object")
+    if "type" not in data and "message" in data:
+        data["type"] = "chat.send"  # the specs' ChatRequest has no `type`: a bare request is a send
     ftype = data.get("type")
     if not isinstance(ftype, str) or ftype not in CLIENT_FRAME_TYPES:
         return error_event("unknown_type", f"unknown frame type {str(ftype)[:40]!r}")

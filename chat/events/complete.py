@@ -46,8 +46,18 @@ class ToolUse(Frame):
 
 
 class TokenUsage(Frame):
-    input_tokens: int = Field(ge=0)
+    input_tokens: int = Field(ge=0, description="input tokens not read from or written to the prompt cache")
     output_tokens: int = Field(ge=0)
+    cache_read_tokens: int = Field(default=0, ge=0, description="input tokens read from the provider's prompt cache")
+    cache_write_tokens: int = Field(default=0, ge=0, description="input tokens written to the provider's prompt cache")
+
+
+class ActionResult(Frame):
+    """How the server action the user clicked ended; only on the turn that answers the click."""
+
+    action: str
+    status: Literal["succeeded", "failed", "rejected"]
+    refresh: bool = Field(default=False, description="the action changed what the page shows: reload it")
 
 
 class CompletePayload(Frame):
@@ -63,6 +73,7 @@ class CompletePayload(Frame):
     message_id: int | None
     run_id: str
     usage: TokenUsage
+    action_result: ActionResult | None = Field(default=None, exclude_if=omit_none, description="server action turns only")
     diagnostics: dict[str, Any] | None = Field(default=None, exclude_if=omit_none, description="staff users only")
 
 
@@ -70,13 +81,14 @@ def complete_payload_build(
     *, message: str, suggested_values: Sequence[Mapping[str, Any]], suggested_actions: Sequence[Mapping[str, Any]],
     custom_payload: Mapping[str, Any] | None, tool_history: Sequence[Mapping[str, Any]], conversation_id: int,
     message_id: int | None, run_id: str, usage: Mapping[str, int], diagnostics: Mapping[str, Any] | None = None,
+    action_result: Mapping[str, Any] | None = None,
 ) -> CompletePayload:
     """The one builder of `complete.payload`, for a live turn and for a stored run alike (renders message_html)."""
     return CompletePayload.model_validate({
         "message": message, "message_html": render_markdown(message), "suggested_values": suggested_values,
         "suggested_actions": suggested_actions, "custom_payload": custom_payload, "tool_history": tool_history,
         "conversation_id": conversation_id, "message_id": message_id, "run_id": run_id, "usage": usage,
-        "diagnostics": diagnostics,
+        "diagnostics": diagnostics, "action_result": action_result,
     })
 
 

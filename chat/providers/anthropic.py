@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import random
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -12,7 +11,21 @@ from typing import Any, cast
 import anthropic
 import httpx2
 
-from chat.providers.base import MessageEnd, Provider, ProviderError, ProviderEvent, ProviderRequest, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
+from chat.providers.base import (
+    MessageEnd,
+    Progress,
+    Provider,
+    ProviderError,
+    ProviderEvent,
+    ProviderRequest,
+    StallGuard,
+    TextDelta,
+    ToolInputDelta,
+    ToolUseEnd,
+    ToolUseStart,
+    Usage,
+    stream_with_retries,
+)
 
 # The API's error `type` decides the code; the HTTP status is the fallback (mid-stream errors arrive with 200).
 _CODE_BY_TYPE = {
@@ -43,7 +56,6 @@ _DESCRIPTIONS = {
     "auth_error": "the model server refused the credentials",
     "provider_error": "the model call failed",
 }
-_MAX_BACKOFF = 8.0
 
 
 class AnthropicProvider(Provider):
@@ -52,6 +64,9 @@ class AnthropicProvider(Provider):
     name = "anthropic"
     supports_tools = True
     is_offline = False
+    generates_titles = True
+    supports_images = True
+    supports_documents = True
 
     def __init__(
         self,
@@ -62,6 +77,7 @@ class AnthropicProvider(Provider):
         timeout: float = 60.0,
         stall_timeout: float = 30.0,
         retry_backoff: float = 0.5,
+        prompt_caching: bool = True,
         http_client: httpx2.AsyncClient | None = None,
         **options: Any,
     ) -> None:
@@ -72,6 +88,7 @@ class AnthropicProvider(Provider):
         self.timeout = timeout
         self.stall_timeout = stall_timeout
         self.retry_backoff = retry_backoff  # first wait of the provider's own retries (after HTTP 200)
+        self.prompt_caching = prompt_caching
         self._http_client = http_client
         self._client: anthropic.AsyncAnthropic | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -85,6 +102,7 @@ class AnthropicProvider(Provider):
             max_retries=settings.CHAT_PROVIDER_MAX_RETRIES,
             timeout=settings.CHAT_PROVIDER_TIMEOUT,
             stall_timeout=settings.CHAT_PROVIDER_STALL_TIMEOUT,
+            prompt_caching=settings.CHAT_PROMPT_CACHING,
         )
 
     def _get_client(self) -> anthropic.AsyncAnthropic:
@@ -113,24 +131,9 @@ class AnthropicProvider(Provider):
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         """Stream one response; ends with exactly one MessageEnd or raises ProviderError."""
         kwargs = self._request_kwargs(request)
-        attempt = 0
-        while True:
-            progress = _Progress()
-            try:
-                # aclosing: if our caller stops early, the attempt's finally (closing the HTTP stream) runs now
-                async with contextlib.aclosing(self._attempt(kwargs, progress)) as events:
-                    async for event in events:
-                        progress.yielded = True
-                        yield event
-                return
-            except ProviderError as err:
-                # Failures before HTTP 200 were already retried by the SDK. After 200 but before any event
-                # reached the caller a fresh attempt is invisible to it; after that it would duplicate text.
-                if progress.yielded or not progress.opened or not err.retryable or attempt >= self.max_retries:
-                    raise
-            attempt += 1
-            delay = min(self.retry_backoff * 2 ** (attempt - 1), _MAX_BACKOFF)
-            await asyncio.sleep(delay * (1 - 0.25 * random.random()))
+        async for event in stream_with_retries(lambda progress: self._attempt(kwargs, progress),
+                                               max_retries=self.max_retries, retry_backoff=self.retry_backoff):
+            yield event
 
     def _request_kwargs(self, request: ProviderRequest) -> dict[str, Any]:
         """The SDK call's arguments: system top-level, tools only when given, temperature through the body."""
@@ -153,9 +156,11 @@ class AnthropicProvider(Provider):
             kwargs["tool_choice"] = {"type": "none" if request.tool_choice == "none" else "auto"}
         if request.temperature is not None:
             kwargs["extra_body"] = {"temperature": request.temperature}  # not a keyword argument in SDK 2.x
+        if self.prompt_caching:
+            _cache_breakpoints(kwargs)
         return kwargs
 
-    async def _attempt(self, kwargs: dict[str, Any], progress: _Progress) -> AsyncGenerator[ProviderEvent, None]:
+    async def _attempt(self, kwargs: dict[str, Any], progress: Progress) -> AsyncGenerator[ProviderEvent, None]:
         """One HTTP request and its stream, every failure mapped to ProviderError."""
         try:
             raw_stream = await self._get_client().messages.create(**kwargs)
@@ -167,16 +172,7 @@ class AnthropicProvider(Provider):
         events = cast(AsyncGenerator[Any, None], aiter(raw_stream))
         acc = _Accumulator()
         try:
-            while True:
-                try:
-                    async with asyncio.timeout(self.stall_timeout):
-                        event = await anext(events)
-                except StopAsyncIteration:
-                    break
-                except TimeoutError:
-                    raise ProviderError(
-                        "timeout", f"Anthropic: no data from the model for {self.stall_timeout:g} s", retryable=True,
-                    ) from None
+            async for event in StallGuard(events, timeout=self.stall_timeout, label="Anthropic"):
                 for out in acc.feed(event):
                     yield out
                 if acc.stopped:
@@ -221,12 +217,6 @@ class AnthropicProvider(Provider):
         return ProviderError(code, message[:500], retryable=code in _RETRYABLE, status=status)
 
 
-@dataclass(slots=True)
-class _Progress:
-    opened: bool = False  # HTTP 200 received
-    yielded: bool = False  # an event reached the caller
-
-
 @dataclass
 class _Accumulator:
     """Turns raw stream events into provider events and rebuilds the final message for `raw`."""
@@ -243,8 +233,11 @@ class _Accumulator:
         kind = event.type
         if kind == "message_start":
             self.message = event.message.model_dump(mode="json")
-            self.usage.input_tokens = event.message.usage.input_tokens or 0
-            self.usage.output_tokens = event.message.usage.output_tokens or 0
+            usage = event.message.usage
+            self.usage.input_tokens = usage.input_tokens or 0
+            self.usage.output_tokens = usage.output_tokens or 0
+            self.usage.cache_read_tokens = getattr(usage, "cache_read_input_tokens", None) or 0
+            self.usage.cache_write_tokens = getattr(usage, "cache_creation_input_tokens", None) or 0
         elif kind == "content_block_start":
             block = event.content_block.model_dump(mode="json", exclude_none=True)
             self.blocks[event.index] = block
@@ -278,6 +271,10 @@ class _Accumulator:
             self.usage.output_tokens = event.usage.output_tokens  # cumulative, so it replaces
             if event.usage.input_tokens is not None:
                 self.usage.input_tokens = event.usage.input_tokens
+            if getattr(event.usage, "cache_read_input_tokens", None) is not None:
+                self.usage.cache_read_tokens = event.usage.cache_read_input_tokens
+            if getattr(event.usage, "cache_creation_input_tokens", None) is not None:
+                self.usage.cache_write_tokens = event.usage.cache_creation_input_tokens
         elif kind == "message_stop":
             self.stopped = True
         return []
@@ -291,8 +288,48 @@ class _Accumulator:
             "stop_sequence": self.stop_sequence,
             "usage": {**self.message.get("usage", {}), **self.usage.as_dict()},
         }
-        return MessageEnd(stop_reason=stop_reason, usage=Usage(self.usage.input_tokens, self.usage.output_tokens),
-                          raw=raw)
+        usage = Usage(self.usage.input_tokens, self.usage.output_tokens, self.usage.cache_read_tokens, self.usage.cache_write_tokens)
+        return MessageEnd(stop_reason=stop_reason, usage=usage, raw=raw)
+
+
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def _cache_breakpoints(kwargs: dict[str, Any]) -> None:
+    """Mark the prompt-cache breakpoints (at most 4): the tools, the system prompt, the end of the history before the
+    latest user message (stable across this turn's model calls and the next turn) and the request's last message
+    (so the next tool round reads everything before it). The request's own lists are copied, never changed."""
+    if kwargs.get("tools"):
+        tools = list(kwargs["tools"])
+        tools[-1] = {**tools[-1], "cache_control": _EPHEMERAL}
+        kwargs["tools"] = tools
+    if kwargs.get("system"):
+        kwargs["system"] = [{"type": "text", "text": kwargs["system"], "cache_control": _EPHEMERAL}]
+    messages = list(kwargs["messages"])
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user" and _is_question(m.get("content"))), default=None)
+    marks = {len(messages) - 1}
+    if last_user is not None and last_user > 0:
+        marks.add(last_user - 1)
+    for index in sorted(marks):
+        if index >= 0:
+            messages[index] = _with_cache_control(messages[index])
+    kwargs["messages"] = messages
+
+
+def _is_question(content: Any) -> bool:
+    """A user's own message (text, or text with attachments), not a message of tool results."""
+    return isinstance(content, str) or (isinstance(content, list) and not any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
+
+
+def _with_cache_control(message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content or []]
+    cacheable = [i for i, b in enumerate(blocks) if b.get("type") not in ("thinking", "redacted_thinking") and (b.get("type") != "text" or b.get("text"))]
+    if not cacheable:
+        return message
+    blocks[cacheable[-1]]["cache_control"] = _EPHEMERAL
+    return {**message, "content": blocks}
 
 
 def _parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:

@@ -17,6 +17,8 @@ class ScriptedProvider(Provider):
     """Plays enqueued scripts in order; records every request it was given."""
 
     name = "scripted"
+    supports_images = True  # tests read the image/document blocks a request carried from `requests`
+    supports_documents = True
     _queue: ClassVar[deque[Script]] = deque()
     requests: ClassVar[list[ProviderRequest]] = []
 

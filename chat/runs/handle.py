@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Concatenate, ParamSpec
 
 from chat.events import Envelope
-from chat.runs.log import RunLog
+from chat.metrics import RUN_LOG_LAG
+from chat.runs.log import ResyncRequired, RunLog
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -22,15 +23,20 @@ class RunHandle:
     __slots__ = (
         "run_id", "conversation_id", "user_id", "envelope", "events", "done", "_changed", "task", "approvals",
         "cancel_requested", "interrupting", "finishing", "created", "finished_at", "_log", "_log_wanted", "_writer",
-        "_written", "_rewrite", "_log_changed",
+        "_written", "_rewrite", "_log_changed", "_unwritten_since", "base", "bytes", "max_events", "max_bytes",
     )
 
-    def __init__(self, run_id: str, conversation_id: int, user_id: int, run_log: RunLog | None = None) -> None:
+    def __init__(self, run_id: str, conversation_id: int, user_id: int, run_log: RunLog | None = None, *,
+                 max_events: int = 0, max_bytes: int = 0) -> None:
         self.run_id = run_id
         self.conversation_id = conversation_id
         self.user_id = user_id
         self.envelope = Envelope(run_id, conversation_id)
-        self.events: list[str] = []
+        self.events: list[str] = []  # seqs base+1..; earlier ones were released (followers of those resync)
+        self.base = 0
+        self.bytes = 0  # the characters of the events held
+        self.max_events = max_events  # 0: unbounded
+        self.max_bytes = max_bytes
         self.done = False
         self._changed: asyncio.Future[None] | None = None  # created only while a follower waits
         self.task: asyncio.Task[Any] | None = None
@@ -46,15 +52,16 @@ class RunHandle:
         self._written = 0  # events known to be in the shared log
         self._rewrite = False
         self._log_changed = asyncio.Event()
+        self._unwritten_since: float | None = None  # when the oldest event not yet in the shared log was made
 
     @property
     def last_seq(self) -> int:
-        return len(self.events)
+        return self.base + len(self.events)
 
     @property
     def durable_seq(self) -> int:
         """The last seq other processes can read (all of them without a shared log: nobody else reads)."""
-        return self._written if self._log is not None else len(self.events)
+        return self._written if self._log is not None else self.last_seq
 
     @property
     def shared(self) -> bool:
@@ -69,8 +76,8 @@ class RunHandle:
         """Build the next event (`build` is an event's `wire`), log it, then wake followers; returns its seq."""
         if self.done:
             raise RuntimeError("run already ended")
-        seq = len(self.events) + 1
-        self.events.append(build(self.envelope, seq, *args, **fields))
+        seq = self.last_seq + 1
+        self._hold(build(self.envelope, seq, *args, **fields))
         self._appended()
         return seq
 
@@ -78,18 +85,56 @@ class RunHandle:
         """Append the run's terminal event (complete, error or cancelled): nothing can follow it."""
         if self.done:
             raise RuntimeError("run already ended")
-        seq = len(self.events) + 1
-        self.events.append(build(self.envelope, seq, *args, **fields))
+        seq = self.last_seq + 1
+        self._hold(build(self.envelope, seq, *args, **fields))
         self.done = True
         self.finished_at = time.monotonic()
         self._appended()
         return seq
+
+    def _hold(self, data: str) -> None:
+        self.events.append(data)
+        self.bytes += len(data)
+        over_events = self.max_events and len(self.events) > self.max_events
+        over_bytes = self.max_bytes and self.bytes > self.max_bytes
+        if (over_events or over_bytes) and (self._log is None or self._written > self.base):
+            # over the run's bound: keep the newer half (one trim per many events, not one per event); with a
+            # shared log only what it already holds can go (nothing while it is unreachable)
+            if over_events:
+                self.release_before(self.last_seq - self.max_events // 2 + 1)
+            if over_bytes:
+                self.release_before(self._seq_for_bytes(self.max_bytes // 2))
+
+    def _seq_for_bytes(self, keep: int) -> int:
+        """The seq before which events must go so that about `keep` characters of the newest stay."""
+        held, seq = 0, self.last_seq
+        for data in reversed(self.events):
+            held += len(data)
+            if held > keep:
+                break
+            seq -= 1
+        return seq + 1
+
+    def release_before(self, seq: int) -> int:
+        """Let go of events before `seq` that other processes can already read (or nobody else reads); how many.
+
+        A follower that still needs them gets ResyncRequired (the client reloads the persisted text over REST)."""
+        floor = min(seq, self._written + 1 if self._log is not None else seq, self.last_seq) - 1  # never the last
+        drop = floor - self.base
+        if drop <= 0:
+            return 0
+        self.bytes -= sum(len(d) for d in self.events[:drop])
+        del self.events[:drop]
+        self.base += drop
+        return drop
 
     def _appended(self) -> None:
         changed, self._changed = self._changed, None
         if changed is not None and not changed.done():
             changed.set_result(None)
         if self._log_wanted is not None:
+            if self._unwritten_since is None:
+                self._unwritten_since = time.perf_counter()
             self._log_wanted.set()
             if self._writer is None or self._writer.done():
                 self._writer = asyncio.get_running_loop().create_task(self._write_log(), name=f"runlog:{self.run_id}")
@@ -98,9 +143,13 @@ class RunHandle:
         """(seq, event) after `after_seq`, then live ones, until the terminal event."""
         i = after_seq
         while True:
-            while i < len(self.events):
+            if i < self.base:  # released while this follower lagged behind (the run's memory bound)
+                raise ResyncRequired(self.run_id)
+            while i < self.last_seq:
+                if i < self.base:
+                    raise ResyncRequired(self.run_id)
                 i += 1
-                yield i, self.events[i - 1]
+                yield i, self.events[i - 1 - self.base]
             if self.done:
                 return
             if self._changed is None:
@@ -108,7 +157,7 @@ class RunHandle:
             await asyncio.shield(self._changed)  # shared by every follower: one leaving must not cancel it
 
     async def wait_done(self) -> None:
-        async for _ in self.follow(len(self.events)):
+        async for _ in self.follow(self.last_seq):
             pass
 
     async def wait_durable(self, seq: int, timeout: float) -> bool:
@@ -146,26 +195,33 @@ class RunHandle:
         while True:
             await self._log_wanted.wait()
             self._log_wanted.clear()
-            n = len(self.events)
+            n = self.last_seq
+            since, self._unwritten_since = self._unwritten_since, None  # events made from now on start a new batch
             if self._written < n or self._rewrite:
-                terminal = self.done and n == len(self.events)
+                terminal = self.done and n == self.last_seq
                 try:
                     complete = True
                     if not self._rewrite:
-                        complete = await self._log.append(self.run_id, self._written + 1, self.events[self._written:n], terminal=terminal)
+                        complete = await self._log.append(self.run_id, self._written + 1,
+                                                          self.events[self._written - self.base:n - self.base], terminal=terminal)
                     if self._rewrite or not complete:
                         log.warning("run log of %s was incomplete; writing it again", self.run_id)
-                        await self._log.rewrite(self.run_id, self.events[:n], terminal=terminal)
+                        # from the first event still held: followers of released ones resync
+                        await self._log.rewrite(self.run_id, self.events[:n - self.base], terminal=terminal, first_seq=self.base + 1)
                     self._written, self._rewrite, delay = n, False, 0.1
+                    if since is not None:
+                        RUN_LOG_LAG.observe(time.perf_counter() - since)
                     changed, self._log_changed = self._log_changed, asyncio.Event()
                     changed.set()
                 except asyncio.CancelledError:
                     raise
                 except Exception:  # the store is down: keep the events in memory and retry with backoff
                     log.warning("run log write failed; retrying", exc_info=log.isEnabledFor(logging.DEBUG))
+                    if since is not None and self._unwritten_since is None:
+                        self._unwritten_since = since  # the lag of the retried batch counts from its first event
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 2.0)
                     self._log_wanted.set()
                     continue
-            if self.done and self._written == len(self.events):
+            if self.done and self._written == self.last_seq:
                 return

@@ -58,8 +58,8 @@ class RunLog(ABC):
         """Store events first_seq.. in order (idempotent); False when earlier entries are missing (rewrite it)."""
 
     @abstractmethod
-    async def rewrite(self, run_id: str, events: list[str], *, terminal: bool) -> None:
-        """Replace the run's log by exactly `events`."""
+    async def rewrite(self, run_id: str, events: list[str], *, terminal: bool, first_seq: int = 1) -> None:
+        """Replace the run's log by exactly `events`, the first of them with seq `first_seq`."""
 
     @abstractmethod
     async def close_stream(self, run_id: str, before_seq: str, after_seq: str) -> int:
@@ -77,12 +77,21 @@ class RunLog(ABC):
     async def cancel_requested(self, run_ids: list[str]) -> list[str]:
         """Those of `run_ids` somebody asked to cancel."""
 
+    async def delete(self, run_ids: list[str]) -> int:
+        """Remove these runs' logs (their conversations were deleted); how many existed. Not abstract: a backend
+        without it keeps logs until they expire."""
+        return 0
+
     @abstractmethod
     def follow(self, run_id: str, after_seq: int, *, settle: Settle) -> AsyncIterator[tuple[int, str]]:
         """(seq, event) after `after_seq` until the terminal one; ResyncRequired when they are not retained."""
 
     async def close(self) -> None:
         """Release connections."""
+        return None
+
+    async def ping(self) -> None:
+        """Raise (one of `errors`) when the store does not answer; for /readyz (a backend without a store is always ready)."""
         return None
 
 
@@ -94,7 +103,7 @@ class MemoryRunLog(RunLog):
     async def append(self, run_id: str, first_seq: int, events: list[str], *, terminal: bool) -> bool:
         return True
 
-    async def rewrite(self, run_id: str, events: list[str], *, terminal: bool) -> None:
+    async def rewrite(self, run_id: str, events: list[str], *, terminal: bool, first_seq: int = 1) -> None:
         return None
 
     async def close_stream(self, run_id: str, before_seq: str, after_seq: str) -> int:
@@ -204,12 +213,12 @@ class RedisRunLog(RunLog):
             log.warning("run log of %s was closed by another process; not writing to it", run_id)
         return result != -1
 
-    async def rewrite(self, run_id: str, events: list[str], *, terminal: bool) -> None:
+    async def rewrite(self, run_id: str, events: list[str], *, terminal: bool, first_seq: int = 1) -> None:
         """Atomically: followers see the same ids and data again."""
         key = self.key(run_id)
         pipe = self.redis.pipeline(transaction=True)
         pipe.delete(key)
-        for seq, data in enumerate(events, start=1):
+        for seq, data in enumerate(events, start=first_seq):
             pipe.xadd(key, {"e": data}, id=f"{seq}-0")
         pipe.expire(key, self._ttl(terminal))
         await pipe.execute()
@@ -223,8 +232,21 @@ class RedisRunLog(RunLog):
             pipe.xlen(self.key(run_id))
         return [int(n) for n in await pipe.execute()]
 
+    async def ping(self) -> None:
+        await self.redis.ping()
+
     async def request_cancel(self, run_id: str) -> None:
         await self.redis.set(self.cancel_key(run_id), "1", ex=24 * 3600)
+
+    async def delete(self, run_ids: list[str]) -> int:
+        if not run_ids:
+            return 0
+        pipe = self.redis.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.delete(self.key(run_id))
+            pipe.delete(self.cancel_key(run_id))
+        results = await pipe.execute()
+        return sum(int(n) for n in results[0::2])  # logs that still existed (finished ones expire after CHAT_RUN_LOG_TTL)
 
     async def cancel_requested(self, run_ids: list[str]) -> list[str]:
         if not run_ids:

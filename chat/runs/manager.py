@@ -78,9 +78,34 @@ class RunManager:
     # ---- owning runs -----------------------------------------------------------------------------
 
     def create(self, run_id: str, conversation_id: int, user_id: int) -> RunHandle:
-        handle = RunHandle(run_id, conversation_id, user_id, self.run_log())
+        handle = RunHandle(run_id, conversation_id, user_id, self.run_log(),
+                           max_events=chat_settings.CHAT_RUN_MEMORY_MAX_EVENTS, max_bytes=chat_settings.CHAT_RUN_MEMORY_MAX_BYTES)
         self.handles[run_id] = handle
+        self.bound_memory()
         return handle
+
+    def held_bytes(self) -> int:
+        """Characters of events this process holds, over all its runs."""
+        return sum(h.bytes for h in self.handles.values())
+
+    def bound_memory(self) -> None:
+        """Keep the process under CHAT_PROCESS_MEMORY_MAX_BYTES: forget finished runs, oldest first, then release
+        running runs' oldest events (their followers resync). Called as runs start and end, not per event."""
+        limit = chat_settings.CHAT_PROCESS_MEMORY_MAX_BYTES
+        held = self.held_bytes()
+        if held <= limit:
+            return
+        for handle in sorted((h for h in self.handles.values() if h.done), key=lambda h: h.finished_at or 0):
+            held -= handle.bytes
+            self._forget(handle)
+            if held <= limit:
+                return
+        for handle in sorted(self.handles.values(), key=lambda h: -h.bytes):
+            before = handle.bytes
+            handle.release_before(handle.last_seq)
+            held -= before - handle.bytes
+            if held <= limit:
+                return
 
     def start(self, handle: RunHandle, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run `coro` as a task owned by the process (not by any socket or request)."""
@@ -96,8 +121,18 @@ class RunManager:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("run %s crashed", handle.run_id, exc_info=task.exception())
-        # keep finished runs replayable from memory for the retention window
-        asyncio.get_running_loop().call_later(chat_settings.CHAT_RUN_LOG_TTL, self._forget, handle)
+        if handle.shared:
+            # the shared log holds the run: let go of its events as soon as they are all written there (followers
+            # still reading hold their own reference; new ones read the log)
+            writer = handle.writer
+            if writer is None or writer.done():
+                self._forget(handle)
+            else:
+                writer.add_done_callback(lambda _: self._forget(handle))
+        else:
+            # keep finished runs replayable from memory for the retention window (or until memory is needed)
+            asyncio.get_running_loop().call_later(chat_settings.CHAT_RUN_LOG_TTL, self._forget, handle)
+        self.bound_memory()
 
     def _forget(self, handle: RunHandle) -> None:
         if self.handles.get(handle.run_id) is handle:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
@@ -12,7 +12,7 @@ from django.utils import timezone
 from chat.conf import chat_settings
 from chat.errors import NotFound, error_code
 from chat.events import CancelledEvent, CompleteEvent, Envelope, ErrorEvent, RunEvent, complete_payload_build, error_event
-from chat.models import Message, PendingApproval, Run
+from chat.models import Message, PendingApproval, Run, ToolCall
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -71,7 +71,14 @@ def runs_sweep(*, conversation_id: int | None = None) -> int:
             error_message="The server process running this turn stopped.",
         )
         Message.objects.filter(run_id__in=ids, status=Message.Status.STREAMING).update(status=Message.Status.INTERRUPTED)
+        _tool_calls_interrupt(ids)
     return n
+
+
+def _tool_calls_interrupt(run_ids: list[Any]) -> None:
+    """Tool calls their dead process had started: reported interrupted, and never run again (nothing re-runs them)."""
+    ToolCall.objects.filter(run_id__in=run_ids, status=ToolCall.Status.STARTED).update(
+        status=ToolCall.Status.INTERRUPTED, error="The server process stopped while this tool ran; it was not run again.")
 
 
 async def runs_sweep_stale() -> int:
@@ -85,6 +92,7 @@ def runs_interrupt_all_running() -> int:
         ids = list(Run.objects.filter(status=Run.Status.RUNNING).values_list("pk", flat=True))
         Run.objects.filter(pk__in=ids).update(status=Run.Status.INTERRUPTED, finished_at=timezone.now(), error_code="interrupted")
         Message.objects.filter(run_id__in=ids, status=Message.Status.STREAMING).update(status=Message.Status.INTERRUPTED)
+        _tool_calls_interrupt(ids)
     return len(ids)
 
 
@@ -124,7 +132,7 @@ def run_terminal_event(*, run: Run, staff: bool, seq: int) -> RunEvent | None:
             message=msg.content, suggested_values=msg.suggested_values, suggested_actions=msg.suggested_actions,
             custom_payload=msg.custom_payload, tool_history=msg.tool_history, conversation_id=run.conversation_id,
             message_id=msg.pk, run_id=str(run.pk), usage={"input_tokens": run.input_tokens, "output_tokens": run.output_tokens},
-            diagnostics=run.diagnostics if staff else None,
+            diagnostics=run.diagnostics if staff else None, action_result=(run.diagnostics or {}).get("action_result"),
         )
         return CompleteEvent.build(env, seq, payload=payload)
     if run.status == Run.Status.CANCELLED:

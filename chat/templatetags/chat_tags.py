@@ -4,14 +4,22 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
+from django.http import HttpRequest
 from django.middleware.csp import get_nonce
 from django.middleware.csrf import get_token
 from django.template.base import FilterExpression, Parser, Token, token_kwargs
 from django.template.context import Context
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.utils.module_loading import import_string
+from django.utils.translation import get_language
 
+from chat.attachments import ACCEPTED_TYPES
 from chat.conf import chat_settings
+from pages.access import user_page_denied
 from pages.registry import registry as page_registry
 
 register = template.Library()
@@ -28,15 +36,33 @@ def provider_is_offline() -> bool:
     return bool(getattr(provider, "is_offline", False))
 
 
-def tray_config(request: Any, user: Any, page: str, page_context: dict[str, Any] | None) -> dict[str, Any]:
+def provider_label() -> str:
+    """The configured provider's badge text for the tray header ("Offline model"), "" for none."""
+    try:
+        provider = import_string(chat_settings.CHAT_PROVIDER)
+    except ImportError:
+        return ""
+    return str(getattr(provider, "label", "") or "")
+
+
+def tray_config(request: HttpRequest | None, user: AbstractBaseUser | AnonymousUser, page: str, page_context: dict[str, Any] | None) -> dict[str, Any]:
     """The JSON the tray boots from; `context` is what the page wants sent with every message."""
+    language = get_language() or settings.LANGUAGE_CODE  # the page's language: the tray speaks it
     return {
         "page": page,
+        "language": language,
+        # Django's JavaScript catalog of the tray's strings in that language, under the host's mount
+        "i18n_url": f"{reverse('pagechat:jsi18n')}?{urlencode({'lang': language})}",
         "context": {**(page_context or {}), "current_page": page},
         "ws_url": reverse("pagechat:websocket"),
         "api_base": reverse("pagechat:root"),
         "is_staff": bool(getattr(user, "is_staff", False)),
         "offline": provider_is_offline(),
+        "provider_label": provider_label(),
+        "max_message_chars": chat_settings.CHAT_MAX_MESSAGE_CHARS,  # the composer's counter stops longer ones
+        # the tray refuses what the server would (before uploading); the server judges the bytes again
+        "attachments": {"max_bytes": chat_settings.CHAT_MAX_ATTACHMENT_BYTES, "max_count": chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE,
+                        "types": list(ACCEPTED_TYPES)},
         "user": getattr(user, "get_username", lambda: "")(),
         "csrf_token": get_token(request) if request is not None else "",
     }
@@ -56,6 +82,8 @@ class ChatTrayNode(template.Node):
         page = str(values.get("page") or "")
         if page and page not in page_registry:  # literal names are a system check (pages.E008); variables are logged here
             page_registry.note_unknown(page)
+        if user_page_denied(user, page_registry.get(page)) is not None:  # its turns would be refused: no tray at all
+            return ""
         page_context = values.get("context")
         if page_context is not None and not isinstance(page_context, dict):
             raise template.TemplateSyntaxError("chat_tray: context= must be a dict")

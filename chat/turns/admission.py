@@ -5,6 +5,9 @@ The acknowledgement (the run's first event, `status`) waits only for the user me
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -14,23 +17,30 @@ from asgiref.sync import sync_to_async
 from django.db import IntegrityError, close_old_connections, connection, connections, transaction
 from django.utils import timezone
 
+from chat import metrics
 from chat.actions import TokenInvalid, action_token_verify
+from chat.attachments import attachments_claim
+from chat.budgets import budgets
 from chat.conf import chat_settings
-from chat.errors import ActionRejected, BadRequest, Busy, NotFound, RateLimited
+from chat.errors import ActionRejected, BadRequest, BudgetExceeded, Busy, Forbidden, NotFound, RateLimited
 from chat.events import ChatSend, StatusEvent
 from chat.limits import limiter
-from chat.models import Conversation, Message, Run, UsedActionToken
+from chat.models import Conversation, Message, Run, UsedActionToken, action_stat_count
 from chat.providers.base import Provider
 from chat.providers.factory import provider_get
 from chat.runs import PROCESS_ID, manager
 from chat.runs.store import runs_sweep
+from chat.turns.clients import NO_EXTRAS, AnsweredCall, TurnExtras
 from chat.turns.persistence import TurnRecord
 from chat.turns.planning import page_of, public_action_metadata
+from chat.turns.titles import title_initial
 from chat.turns.work import turn_execute
+from pages.access import access_for, page_denied, server_action_denied
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -42,36 +52,66 @@ class TurnStarted:
     created: bool
 
 
-async def turn_start(*, user: User, frame: ChatSend) -> TurnStarted:
-    """Store the user message and start its run; a resent client_message_id starts nothing new."""
+async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXTRAS) -> TurnStarted:
+    """Store the user message and start its run; a resent client_message_id starts nothing new.
+
+    `extras` (standard clients): the conversation named by the user's own `thread_id` (created on first use), the
+    client's own tools, and its answers to the client tool calls that ended the conversation's last run."""
+    arrived = time.perf_counter()
+    if frame.replace_last is not None and frame.conversation_id is None:
+        raise BadRequest("replace_last needs conversation_id")
+    if frame.replace_last == "question" and not frame.message.strip():
+        raise BadRequest("message: an edited question cannot be empty")
+    if frame.replace_last is not None and frame.interaction_type == "action_executed":
+        raise BadRequest("replace_last cannot resend a server action")
+    if frame.replace_last == "answer":  # chat.send's regenerate: the same as the standard clients' regenerate
+        assert frame.conversation_id is not None
+        if not 0 < frame.conversation_id < 2**63:
+            raise NotFound("conversation not found")
+        return await turn_regenerate(user=user, conversation_id=frame.conversation_id, context=frame.context or None,
+                                     client_message_id=frame.client_message_id, language=frame.language)
     if len(frame.message) > chat_settings.CHAT_MAX_MESSAGE_CHARS:
         raise BadRequest(f"message is longer than {chat_settings.CHAT_MAX_MESSAGE_CHARS} characters", code="too_large")
     if frame.conversation_id is not None and not 0 < frame.conversation_id < 2**63:
         raise NotFound("conversation not found")  # what the database would say, without its overflow error
+    if frame.client_message_id is None:
+        # no id from the client: this send is a new message (no resend can match a server-made id)
+        frame = frame.model_copy(update={"client_message_id": f"srv-{uuid.uuid4().hex}"})
     # a resend (reconnect) is never rate limited: it starts nothing. Looked up front only when the limit
     # is hit; otherwise _turn_start_db finds it in the same thread hop and its count is given back.
     try:
         await limiter.check_message(user.pk)
-    except RateLimited:
+        await budgets.check(user.pk)
+    except (RateLimited, BudgetExceeded) as refused:
+        if isinstance(refused, RateLimited):
+            metrics.RATE_LIMITED.labels("messages").inc()
         resent = await sync_to_async(turn_started_by_client_id)(user=user, client_message_id=frame.client_message_id,
-                                                                conversation_id=frame.conversation_id)
+                                                                conversation_id=frame.conversation_id, thread_id=extras.thread_id)
         if resent is not None:
             return resent
         raise
     provider = provider_get()
     # shielded: a caller cancelled meanwhile (socket closed, SSE client gone) must not leave a stored
     # message with a run that no task runs; the run starts and a resend or resume finds it
-    started = await asyncio.shield(_turn_begin(user, frame, provider))
+    started = await asyncio.shield(_turn_begin(user, frame, provider, extras))
     if not started.created:
         await limiter.uncount_message(user.pk)
+    else:
+        metrics.TIME_TO_FIRST_EVENT.observe(time.perf_counter() - arrived)
+        metrics.RUNS_STARTED.labels(provider.name).inc()
     return started
 
 
-def turn_started_by_client_id(*, user: User, client_message_id: str, conversation_id: int | None) -> TurnStarted | None:
-    """The run an earlier send with this client_message_id started, or None."""
+def turn_started_by_client_id(*, user: User, client_message_id: str | None, conversation_id: int | None,
+                              thread_id: str | None = None) -> TurnStarted | None:
+    """The run an earlier send with this client_message_id started, or None (within the thread, for a named thread)."""
+    if client_message_id is None:
+        return None
     qs = Message.objects.filter(client_message_id=client_message_id, conversation__owner=user, role=Message.Role.USER)
     if conversation_id is not None:
         qs = qs.filter(conversation_id=conversation_id)
+    if thread_id is not None:
+        qs = qs.filter(conversation__thread_id=thread_id)
     msg = qs.order_by("-id").first()
     if msg is None:
         return None
@@ -99,104 +139,245 @@ def db_connections_close() -> None:
     _ACK_EXECUTOR.submit(connections.close_all).result(timeout=10)
 
 
-async def _turn_begin(user: User, frame: ChatSend, provider: Provider) -> TurnStarted:
-    started, record = await _on_ack_thread(_turn_start_db)(user, frame, provider)
+async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str, Any] | None = None,
+                          message_id: int | None = None, client_message_id: str | None = None, language: str | None = None) -> TurnStarted:
+    """Answer the conversation's last user message again: its last answer is deleted and a new run starts.
+
+    `message_id`, when given, must be that last answer (a client regenerating something else is refused).
+    `client_message_id`, when given (chat.send's `replace_last`), makes a resend start nothing new: the question
+    takes that id, so the resend finds this run."""
+    if client_message_id:
+        again = await sync_to_async(turn_started_by_client_id)(user=user, client_message_id=client_message_id, conversation_id=conversation_id)
+        if again is not None:
+            return again
+    await limiter.check_message(user.pk)
+    provider = provider_get()
+    return await asyncio.shield(_regenerate_begin(user, conversation_id, context, message_id, provider, client_message_id, language))
+
+
+async def _regenerate_begin(user: User, conversation_id: int, context: dict[str, Any] | None, message_id: int | None,
+                            provider: Provider, client_message_id: str | None = None, language: str | None = None) -> TurnStarted:
+    started, record, frame = await _on_ack_thread(_regenerate_db)(user, conversation_id, context, message_id, provider, client_message_id, language)
+    await _run_begin(user, frame, provider, started, record)
+    return started
+
+
+def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | None, message_id: int | None,
+                   provider: Provider, client_message_id: str | None = None,
+                   language: str | None = None) -> tuple[TurnStarted, TurnRecord, ChatSend]:
+    try:
+        with transaction.atomic():
+            conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
+            if conversation is None:
+                raise NotFound("conversation not found")
+            question = conversation.messages.filter(role=Message.Role.USER).exclude(interaction_type="tool_result").order_by("-id").first()
+            if question is None:
+                raise BadRequest("there is no answer to regenerate")
+            answers = conversation.messages.filter(id__gt=question.pk)
+            if message_id is not None and not answers.filter(pk=message_id, role=Message.Role.ASSISTANT).exists():
+                raise BadRequest("only the last answer can be regenerated")
+            frame = ChatSend.model_validate({
+                "client_message_id": client_message_id or f"regenerate-{uuid.uuid4().hex}", "conversation_id": conversation.pk, "message": question.content,
+                "context": question.context if context is None else context,
+                # a server action is not run again (its token was spent): the model answers the click instead
+                "interaction_type": "text_input" if question.interaction_type == "action_executed" else question.interaction_type,
+                "language": language,
+            })
+            _access_verify(user, frame)
+            running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
+            if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER:
+                raise RateLimited("too many runs in progress")
+            answers.delete()  # the answer (and any continuation of it) is replaced by the new one
+            if client_message_id:  # a resend of this regenerate finds its run through the question
+                question.client_message_id = client_message_id
+                question.save(update_fields=["client_message_id", "updated_at"])
+            run = Run.objects.create(
+                conversation=conversation, user_message=question, provider=provider.name,
+                model=chat_settings.CHAT_MODEL if not provider.is_offline else "offline",
+                owner_process=PROCESS_ID, heartbeat_at=timezone.now(),
+            )
+    except IntegrityError:  # the conversation's one running run
+        raise Busy() from None
+    record = TurnRecord(run_id=str(run.pk), conversation_id=conversation.pk, user_message_id=question.pk)
+    return TurnStarted(run_id=str(run.pk), conversation_id=conversation.pk, created=True), record, frame
+
+
+async def _turn_begin(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras) -> TurnStarted:
+    started, record = await _on_ack_thread(_turn_start_db)(user, frame, provider, extras)
     if record is None:
         return started
+    await _run_begin(user, frame, provider, started, record)
+    return started
+
+
+async def _run_begin(user: User, frame: ChatSend, provider: Provider, started: TurnStarted, record: TurnRecord) -> None:
+    """Create the run's handle, acknowledge (seq 1) and start its task."""
     handle = manager.create(started.run_id, started.conversation_id, user.pk)
     handle.append(StatusEvent.wire, message="Thinking…")  # the ack: the user message is stored
     manager.start(handle, turn_execute(handle, user, frame, provider, record))
     if chat_settings.CHAT_REDIS_URL:
         await manager.listen_for(started.run_id)
-    return started
 
 
-def _turn_start_db(user: User, frame: ChatSend, provider: Provider) -> tuple[TurnStarted, TurnRecord | None]:
+def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras) -> tuple[TurnStarted, TurnRecord | None]:
     """Store the user message and its run (the acknowledgement waits for exactly this, so it is kept minimal)."""
     conversation = None
     if frame.conversation_id is not None:
         conversation = Conversation.objects.filter(pk=frame.conversation_id, owner=user).first()
         if conversation is None:
             raise NotFound("conversation not found")
-    nonce = _action_verify(user, frame, conversation)
-    for attempt in (1, 2):
+    elif extras.thread_id is not None:
+        conversation = Conversation.objects.filter(owner=user, thread_id=extras.thread_id).first()
+    _access_verify(user, frame)
+    nonce, refusal = _action_verify(user, frame, conversation)
+    for attempt in (1, 2, 3):
         try:
-            return _turn_insert(user, frame, provider, conversation, nonce)
+            return _turn_insert(user, frame, provider, conversation, nonce, refusal, extras)
         except IntegrityError:
             if nonce is not None and UsedActionToken.objects.filter(nonce=nonce).exists():
-                raise ActionRejected("action rejected: this button was already used") from None
-            again = turn_started_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id)
+                # a second click (or a replay): answered in the conversation, never run again
+                nonce, refusal = None, f"{REFUSALS['used']} Nothing was done again."
+                continue
+            again = turn_started_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id,
+                                              thread_id=extras.thread_id)
             if again is not None:
                 return again, None
+            if conversation is None or not Run.objects.filter(conversation=conversation, status=Run.Status.RUNNING).exists():
+                # not the one-running-run constraint: a bug or bad data, never "busy" (clients would retry forever)
+                raise
             # the running slot may be held by a run whose process died: sweep it once and try again
-            if attempt == 1 and conversation is not None and runs_sweep(conversation_id=conversation.pk):
+            if attempt < 3 and conversation is not None and runs_sweep(conversation_id=conversation.pk):
                 continue
             raise Busy() from None
     raise Busy()
 
 
 def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: Conversation | None,
-                 nonce: str | None) -> tuple[TurnStarted, TurnRecord | None]:
+                 nonce: str | None, refusal: str | None = None, extras: TurnExtras = NO_EXTRAS) -> tuple[TurnStarted, TurnRecord | None]:
     with transaction.atomic():
         # A resend racing the original (a reconnect to another process) must find it, not store it again:
         # the unique constraint covers one conversation only, so serialise on (user, client_message_id).
         _client_message_lock(user.pk, frame.client_message_id)
-        again = turn_started_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id)
+        again = turn_started_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id,
+                                              thread_id=extras.thread_id)
         if again is not None:
             return again, None
         running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
         if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER and runs_sweep():  # dead processes' runs do not count
             running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
         if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER:
+            metrics.RATE_LIMITED.labels("running").inc()
             raise RateLimited("too many runs in progress")
         if nonce is not None:
             UsedActionToken.objects.create(nonce=nonce)
+        if frame.replace_last == "question" and conversation is not None:  # an edit: the last question and its answer go
+            question = conversation.messages.filter(role=Message.Role.USER).order_by("-id").first()
+            if question is None:
+                raise BadRequest("replace_last: the conversation has no question yet")
+            conversation.messages.filter(id__gte=question.pk).delete()
+        answered = _client_calls_answered(conversation, extras)
         created = conversation is None
         if conversation is None:
             page = str(frame.context.get("current_page") or "")[:100]
-            conversation = Conversation.objects.create(owner=user, title=_title(frame.message), page=page)
+            conversation = Conversation.objects.create(owner=user, title=title_initial(frame.message), page=page, thread_id=extras.thread_id)
         user_msg = Message.objects.create(
             conversation=conversation, role=Message.Role.USER, content=frame.message,
-            interaction_type=frame.interaction_type, context=frame.context,
+            interaction_type="tool_result" if answered else frame.interaction_type, context=frame.context,
             action_metadata=public_action_metadata(frame), client_message_id=frame.client_message_id,
+            provider_messages=[{"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": a.tool_use_id, "content": a.output} for a in answered
+            ]}] if answered else [],
         )
+        if frame.attachments:  # the sender's unsent uploads become this message's (else not_found: nothing is stored)
+            attachments_claim(user=user, ids=frame.attachments, message=user_msg)
         run = Run.objects.create(
             conversation=conversation, user_message=user_msg, provider=provider.name,
-            model=chat_settings.CHAT_MODEL if not provider.is_offline else "offline",
+            model=provider.model_name(chat_settings.CHAT_MODEL)[:100],
             owner_process=PROCESS_ID, heartbeat_at=timezone.now(),
         )
-    record = TurnRecord(run_id=str(run.pk), conversation_id=conversation.pk, user_message_id=user_msg.pk, conversation_created=created)
+        if frame.interaction_type == "action_executed" and frame.action_metadata is not None:
+            action_stat_count(page=page_of(frame).name, action=frame.action_metadata.action_identifier,
+                              fields=("clicked", "rejected") if refusal else ("clicked",))
+    record = TurnRecord(run_id=str(run.pk), conversation_id=conversation.pk, user_message_id=user_msg.pk, conversation_created=created,
+                        client_tools=extras.client_tools, answered_calls=answered, action_refusal=refusal)
     return TurnStarted(run_id=str(run.pk), conversation_id=conversation.pk, created=True), record
 
 
-def _client_message_lock(user_id: int, client_message_id: str) -> None:
+def _client_calls_answered(conversation: Conversation | None, extras: TurnExtras) -> list[AnsweredCall]:
+    """The client's answers matched to the calls that ended the conversation's last run: all of them, or BadRequest.
+
+    Names and inputs come from the stored calls, never from what the client re-sends."""
+    if not extras.tool_results:
+        return []
+    last = conversation.messages.order_by("-id").first() if conversation is not None else None
+    pending: dict[str, AnsweredCall] = {}
+    if last is not None and last.role == Message.Role.ASSISTANT and last.status == Message.Status.COMPLETE:
+        answered = {b.get("tool_use_id") for m in last.provider_messages if m.get("role") == "user" and isinstance(m.get("content"), list)
+                    for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"}
+        for m in last.provider_messages:
+            for b in m.get("content") if m.get("role") == "assistant" and isinstance(m.get("content"), list) else []:
+                if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") not in answered:
+                    pending[str(b["id"])] = AnsweredCall(str(b["id"]), str(b.get("name", "")), dict(b.get("input") or {}))
+    given = {r.tool_use_id: r.content for r in extras.tool_results}
+    if not pending or set(given) != set(pending):
+        raise BadRequest("the tool results must answer exactly the tool calls the last answer is waiting for")
+    return [AnsweredCall(c.tool_use_id, c.name, c.input, given[c.tool_use_id]) for c in pending.values()]
+
+
+def _client_message_lock(user_id: int, client_message_id: str | None) -> None:
     """Hold a transaction-scoped lock on (user, client_message_id); SQLite's IMMEDIATE transactions already serialise."""
-    if connection.vendor == "postgresql":
+    if connection.vendor == "postgresql" and client_message_id is not None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [user_id % 2**31, client_message_id])
 
 
-def _action_verify(user: User, frame: ChatSend, conversation: Conversation | None) -> str | None:
-    """For a server action: the token's nonce if it is valid for exactly this request; raises ActionRejected."""
+def _access_verify(user: User, frame: ChatSend) -> None:
+    """Refuse (`forbidden`, nothing stored) a turn on a page, or a server action, this user may not use."""
+    page = page_of(frame)
+    access = access_for(user)
+    reason = page_denied(access, page)
+    if reason is not None:
+        log.info("user %s refused on page %s: %s", user.pk, page.name, reason)
+        raise Forbidden("You do not have permission to use the assistant on this page.")
+    meta = frame.action_metadata
+    action = page.server_action(meta.action_identifier) if meta is not None and frame.interaction_type == "action_executed" else None
+    if action is not None and (reason := server_action_denied(access, action)) is not None:
+        log.info("user %s refused server action %s: %s", user.pk, action.action, reason)
+        raise Forbidden("You do not have permission to run this action.")
+
+
+# Why a server action is answered instead of run (TokenInvalid's reason -> what the user reads).
+REFUSALS: dict[str, str] = {
+    "missing token": "This button was not offered by the server in this conversation, so it cannot run.",
+    "expired token": "This button has expired. Ask again for a fresh one.",
+    "bad signature": "This button was altered, so it cannot run.",
+    "token is not for this user or conversation": "This button belongs to another conversation, so it cannot run here.",
+    "token does not match the action or its data": "This button's data was changed, so it cannot run.",
+    "used": "This button was already used.",
+    "no conversation": "This button was not offered by the server in this conversation, so it cannot run.",
+}
+
+
+def _action_verify(user: User, frame: ChatSend, conversation: Conversation | None) -> tuple[str | None, str | None]:
+    """For a server action: (the token's nonce, None) if it may run, or (None, why not) if the turn only answers
+    with the reason (unknown, expired, altered or used buttons are never run). Not an action: (None, None)."""
     meta = frame.action_metadata
     if frame.interaction_type != "action_executed":
-        return None
+        return None, None
     if meta is None:
         raise ActionRejected("action_executed needs action_metadata")
-    if page_of(frame).server_action(meta.action_identifier) is None:
-        raise ActionRejected("this action is not available on this page")
+    name = meta.action_identifier
+    if page_of(frame).server_action(name) is None:
+        return None, f"Unknown action: {name}. Nothing was done."
     if conversation is None:
-        raise ActionRejected("action rejected: it belongs to a conversation")
+        return None, f"{REFUSALS['no conversation']} Nothing was done."
     try:
         claims = action_token_verify(
-            meta.token, user_id=user.pk, conversation_id=conversation.pk, action=meta.action_identifier,
+            meta.token, user_id=user.pk, conversation_id=conversation.pk, action=name,
             data=meta.action_data, max_age=chat_settings.CHAT_ACTION_TOKEN_MAX_AGE,
         )
     except TokenInvalid as exc:
-        raise ActionRejected(f"action rejected: {exc}") from None
-    return claims.nonce
+        return None, f"{REFUSALS.get(str(exc), 'This button is no longer valid.')} Nothing was done."
+    return claims.nonce, None
 
 
-def _title(message: str) -> str:
-    first = " ".join(message.split())
-    return first[:77] + "…" if len(first) > 80 else first

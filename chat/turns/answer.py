@@ -42,7 +42,7 @@ def answer_parts_build(*, plan: TurnPlan, extracted: Iterable[Extracted], tool_p
         actions = [*_validated(SuggestedAction, action.suggested_actions, errors), *actions]
         if action.payload:
             payloads.insert(0, _payload(action.payload.get("type", "action"), action.payload.get("data"), "action"))
-    actions, dropped = _valid_actions(plan.page, actions, user_id=user_id, conversation_id=conversation_id)
+    actions, dropped = _valid_actions(plan.page, actions, user_id=user_id, conversation_id=conversation_id, allowed=plan.allowed_actions)
     from_tools = [p for p in payloads if p["source"] in ("tool", "action")]
     custom = from_tools[-1] if from_tools else (payloads[0] if payloads else None)
     return AnswerParts(
@@ -73,9 +73,10 @@ def _payload(type_: str, data: Any, source: str) -> dict[str, Any]:
     return {"payload_id": assign_payload_id(), "type": type_, "data": data, "summary": summary, "source": source}
 
 
-def _valid_actions(page: PageSpec, actions: list[dict[str, Any]], *, user_id: int,
-                   conversation_id: int) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-    """Keep client actions the page or tray knows and server actions with a handler; sign the latter."""
+def _valid_actions(page: PageSpec, actions: list[dict[str, Any]], *, user_id: int, conversation_id: int,
+                   allowed: frozenset[str] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """Keep client actions the page or tray knows and server actions with a handler the user may run
+    (`allowed`; None: all of the page's); sign the latter - never for a user who may not run it."""
     client_ok = {a.action for a in (*BUILTIN_CLIENT_ACTIONS, *page.client_actions)}
     kept: list[dict[str, Any]] = []
     dropped: list[dict[str, str]] = []
@@ -83,6 +84,9 @@ def _valid_actions(page: PageSpec, actions: list[dict[str, Any]], *, user_id: in
         handler, name = item.get("handler"), item.get("action")
         if handler == "client" and name in client_ok:
             kept.append(item)
+        elif handler == "server" and isinstance(name, str) and page.server_action(name) is not None and allowed is not None and name not in allowed:
+            dropped.append({"marker": "SUGGESTED_ACTIONS:", "error": f"server action {name!r} withheld: the user lacks its permissions",
+                            "raw": str(item)[:200]})
         elif handler == "server" and isinstance(name, str) and page.server_action(name) is not None:
             token = action_token_sign(user_id=user_id, conversation_id=conversation_id, action=name, data=item.get("data"))
             kept.append({**item, "token": token})

@@ -2,14 +2,19 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F, TextField, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from chat.errors import ErrorCode
-from chat.models import Conversation, Message, PendingApproval, Run, ToolCall
+from chat.models import Conversation, Message, PendingApproval, Run, ToolCall, action_stat_count
+from chat.turns.clients import AnsweredCall, ClientTool
 
 # A run's terminal status -> its assistant message's status.
 MESSAGE_STATUS: dict[str, str] = {
@@ -26,8 +31,11 @@ class TurnRecord:
     conversation_id: int
     user_message_id: int
     conversation_created: bool = False
+    action_refusal: str | None = None  # a server action that is answered with this reason instead of run
     assistant_message_id: int | None = None  # created by the run itself, off the acknowledgement's path
     started: float = field(default_factory=time.perf_counter)
+    client_tools: tuple[ClientTool, ...] = ()  # offered to the model; a call to one ends the run
+    answered_calls: list[AnsweredCall] = field(default_factory=list)  # the client's answers this run continues from
 
 
 @dataclass
@@ -45,10 +53,13 @@ class TurnOutcome:
     tool_calls: list[ToolCall]
     diagnostics: dict[str, Any]
     usage: dict[str, int]
+    cost: float | None
     ttft: float | None
     duration: float
     error: tuple[ErrorCode, str] | None
     last_seq: int
+    page: str = ""
+    offered_actions: list[str] = field(default_factory=list)  # server actions offered as buttons (analytics)
 
 
 def assistant_message_create(*, record: TurnRecord) -> int:
@@ -67,6 +78,27 @@ def assistant_message_flush(*, message_id: int, content: str, provider_messages:
     )
 
 
+def assistant_message_append(*, message_id: int, delta: str, provider_messages: list[dict[str, Any]] | None) -> None:
+    """Append the text streamed since the last flush: the database gets each byte once, never the whole text again.
+
+    `provider_messages` only when they changed (a model call ended)."""
+    fields: dict[str, Any] = {"updated_at": timezone.now()}
+    if delta:
+        fields["content"] = Concat(F("content"), Value(delta), output_field=TextField())
+    if provider_messages is not None:
+        fields["provider_messages"] = provider_messages
+    Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(**fields)
+
+
+TOOL_INTERRUPTED = "The server process stopped while this tool ran; it may or may not have taken effect and was not run again."
+
+
+def tool_call_started(*, run_id: str, index: int, tool_use_id: str, name: str, tool_input: dict[str, Any]) -> None:
+    """Record a tool call as started before it runs (at most once: a crash leaves it `started`, then `interrupted`)."""
+    ToolCall.objects.get_or_create(run_id=run_id, tool_use_id=tool_use_id, defaults={
+        "index": index, "name": name, "input": tool_input, "status": ToolCall.Status.STARTED})
+
+
 def approval_record(*, run_id: str, tool_use_id: str, tool_name: str, tool_input: dict[str, Any]) -> None:
     """The pending approval the user's answer is written into (the owner polls it if the doorbell is lost)."""
     PendingApproval.objects.get_or_create(run_id=run_id, tool_use_id=tool_use_id, defaults={"tool_name": tool_name, "input": tool_input})
@@ -77,15 +109,21 @@ def turn_persist(*, record: TurnRecord, outcome: TurnOutcome) -> None:
     error = outcome.error
     msg_status = MESSAGE_STATUS[outcome.status]
     with transaction.atomic():
-        if outcome.tool_calls:  # they ran, whatever happens to the run's verdict
-            ToolCall.objects.bulk_create(outcome.tool_calls, ignore_conflicts=True)
+        if outcome.tool_calls:  # they ran, whatever happens to the run's verdict (their `started` rows get the result)
+            ToolCall.objects.bulk_create(outcome.tool_calls, update_conflicts=True, unique_fields=["run", "tool_use_id"],
+                                         update_fields=["index", "name", "input", "output", "status", "duration_ms", "error"])
+        # started but never finished (the run was cancelled or interrupted mid-tool): never run again
+        ToolCall.objects.filter(run_id=record.run_id, status=ToolCall.Status.STARTED).update(
+            status=ToolCall.Status.INTERRUPTED, error=TOOL_INTERRUPTED)
         if record.assistant_message_id is None:  # the run ended before it got to create its message
             record.assistant_message_id = Message.objects.create(
                 conversation_id=record.conversation_id, role=Message.Role.ASSISTANT, status=msg_status, run_id=record.run_id,
             ).pk
         finished = Run.objects.filter(pk=record.run_id, status=Run.Status.RUNNING).update(
             status=outcome.status, assistant_message_id=record.assistant_message_id, input_tokens=outcome.usage["input_tokens"],
-            output_tokens=outcome.usage["output_tokens"], time_to_first_token_ms=outcome.ttft, duration_ms=outcome.duration,
+            output_tokens=outcome.usage["output_tokens"], cache_read_tokens=outcome.usage.get("cache_read_tokens", 0),
+            cache_write_tokens=outcome.usage.get("cache_write_tokens", 0),
+            cost_usd=Decimal(str(outcome.cost)) if outcome.cost is not None else None, time_to_first_token_ms=outcome.ttft, duration_ms=outcome.duration,
             diagnostics=outcome.diagnostics, finished_at=timezone.now(), last_seq=outcome.last_seq,
             error_code=error[0] if error else "", error_message=error[1] if error else "",
         )
@@ -97,5 +135,7 @@ def turn_persist(*, record: TurnRecord, outcome: TurnOutcome) -> None:
             payloads=outcome.payloads, tool_history=outcome.tool_history, provider_messages=outcome.provider_messages,
             updated_at=timezone.now(),
         )
+        for name, count in Counter(outcome.offered_actions).items():
+            action_stat_count(page=outcome.page, action=name, fields=("offered",), by=count)
         if not record.conversation_created:  # a new conversation's row is already this fresh
             Conversation.objects.filter(pk=record.conversation_id).update(updated_at=timezone.now())

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from chat.events import TextDeltaEvent
 from chat.runs import RunHandle
-from payloads.parsing import MarkerStreamFilter
+from payloads.parsing import BUILTIN_MARKERS, MarkerStreamFilter
 
 
 class TextPipe:
@@ -15,9 +15,12 @@ class TextPipe:
 
     def __init__(self, handle: RunHandle, markers: list[str], window: float) -> None:
         self.handle = handle
-        self.filter = MarkerStreamFilter(markers)
+        # the suggestion markers also take the specs' line formats (`a, b, c`; `label|action|handler|style|data`)
+        self.filter = MarkerStreamFilter(markers, line_markers=BUILTIN_MARKERS)
         self.window = window
-        self.visible: list[str] = []
+        # The run's text, once: `emitted` holds what went out as text_delta events (one chunk per event), `pending`
+        # what waits for the coalescing window. Flushes append emitted chunks to the database (never rewrite).
+        self.emitted: list[str] = []
         self.pending: list[str] = []
         self.last_emit = 0.0
         self.timer: asyncio.TimerHandle | None = None
@@ -27,12 +30,12 @@ class TextPipe:
     @property
     def emitted_text(self) -> str:
         """The text already sent as text_delta events (a prefix of `text`)."""
-        text = self.text
-        return text[:len(text) - sum(len(p) for p in self.pending)]
+        return "".join(self.emitted)
 
     @property
     def text(self) -> str:
-        return "".join(self.visible)
+        """The whole visible text (built when asked: the final save; never per token)."""
+        return "".join(self.emitted) + "".join(self.pending)
 
     def feed(self, raw: str) -> None:
         """Model text: blocks behind a marker are held back (and parsed at the end)."""
@@ -45,7 +48,6 @@ class TextPipe:
     def _queue(self, text: str) -> None:
         if not text:
             return
-        self.visible.append(text)
         self.pending.append(text)
         now = time.perf_counter()
         if now - self.last_emit >= self.window:
@@ -61,6 +63,7 @@ class TextPipe:
         if self.pending and not self.handle.done:
             text = "".join(self.pending)
             self.pending.clear()
+            self.emitted.append(text)
             self.last_emit = time.perf_counter()
             if self.first_text_at is None:
                 self.first_text_at = self.last_emit

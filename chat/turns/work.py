@@ -3,14 +3,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ObjectDoesNotExist, ValidationError as DjangoValidationError
+from django.db import connections, transaction
+from django.utils import translation
+from django.utils.translation import gettext
+from pydantic import ValidationError
 
-from chat import selectors
+from chat import logs, metrics, selectors, tracing
 from chat.agent.loop import run_agent_loop
 from chat.agent.types import (
     AgentComplete,
@@ -24,8 +31,10 @@ from chat.agent.types import (
     LoopState,
     ToolContext,
 )
+from chat.budgets import budgets
 from chat.conf import chat_settings
-from chat.errors import ActionRejected, ErrorCode, ServiceError, error_code
+from chat.costs import cost_of
+from chat.errors import ActionRejected, ErrorCode, Forbidden, ServiceError, error_code
 from chat.events import (
     CancelledEvent,
     ChatSend,
@@ -37,15 +46,17 @@ from chat.events import (
     ToolStartEvent,
     complete_payload_build,
 )
-from chat.models import Run, ToolCall
+from chat.languages import language_normalize
+from chat.models import Run, ToolCall, action_stat_count
 from chat.providers.base import Provider, ProviderError
 from chat.runs import RunHandle
-from chat.turns import persistence
+from chat.turns import persistence, titles
 from chat.turns.answer import AnswerParts, answer_parts_build
 from chat.turns.persistence import TurnOutcome, TurnRecord
 from chat.turns.pipe import TextPipe
 from chat.turns.planning import TurnPlan, turn_plan_build
-from pages.registry import ServerActionResult
+from pages.access import access_for, server_action_denied
+from pages.registry import ActionFailed, ServerAction, ServerActionResult
 from payloads.parsing import SUGGESTED_ACTIONS_MARKER, SUGGESTED_VALUES_MARKER
 
 if TYPE_CHECKING:
@@ -72,8 +83,16 @@ class Turn:
         self.last_flush = time.perf_counter()
         self.flush_task: asyncio.Task[None] | None = None
         self.flush_timer: asyncio.TimerHandle | None = None
-        self.flushed_text = ""
+        self.flushed_chunks = 0  # chunks of pipe.emitted already appended to the message
+        self.flushed_messages = 0  # provider messages already saved with it
         self.flush_window = chat_settings.CHAT_FLUSH_INTERVAL  # doubles after each flush (see _maybe_flush)
+        self.action_result: dict[str, Any] | None = None  # how the clicked server action ended (complete.action_result)
+        # operations: the model name as stored on the run, when the current model call started, the spans
+        self.model = chat_settings.CHAT_MODEL if not provider.is_offline else "offline"
+        self.call_started = time.perf_counter()
+        self.call_started_ns = time.time_ns()
+        self.span: Any = None  # the turn's span, when tracing is on
+        self.tool_spans: dict[str, Any] = {}
         # agent event -> handler; the async ones return their coroutine
         self.handlers: dict[type, Callable[[Any], Any]] = {
             AgentTextDelta: self.on_text,
@@ -95,6 +114,10 @@ class Turn:
         (self.pipe.feed_verbatim if ev.is_tool_marker else self.pipe.feed)(ev.text)  # emitting calls _maybe_flush
 
     def on_tool_start(self, ev: AgentToolStart) -> None:
+        if self.span is not None:
+            self.tool_spans[ev.tool_use_id] = tracing.tool_span(
+                self.span, name=ev.name, tool_use_id=ev.tool_use_id, start_ns=time.time_ns(),
+                arguments=ev.input if tracing.capture_content() else None)
         self._before_event()
         self.handle.append(ToolStartEvent.wire, tool=ev.name, input=ev.input, tool_use_id=ev.tool_use_id)
 
@@ -117,11 +140,48 @@ class Turn:
             output=r.text[:50_000], status=ToolCall.Status.ERROR if r.is_error else ToolCall.Status.OK,
             duration_ms=ev.duration_ms, error=r.text[:2000] if r.is_error else "",
         ))
+        metrics.TOOL_CALLS.labels(ev.name, "error" if r.is_error else "ok").inc()
+        metrics.TOOL_DURATION.labels(ev.name).observe(ev.duration_ms / 1000)
+        span = self.tool_spans.pop(ev.tool_use_id, None)
+        if span is not None:
+            if tracing.capture_content():
+                span.set_attribute("gen_ai.tool.call.result", r.text[:10_000])
+            if r.is_error:
+                tracing.error_end(span, "tool_error")
+            else:
+                span.end()
         self._before_event()
         self.handle.append(ToolCompleteEvent.wire, tool=ev.name, index=ev.index)
+        self._model_call_starts()  # the next model call follows the tool results
+
+    def _model_call_starts(self) -> None:
+        self.call_started = time.perf_counter()
+        self.call_started_ns = time.time_ns()
 
     def on_iteration(self, ev: AgentIteration) -> None:
+        """A model call ended: its latency, tokens and span."""
+        metrics.PROVIDER_LATENCY.labels(self.provider.name, self.model).observe(time.perf_counter() - self.call_started)
+        if self.span is not None:
+            span = tracing.model_span(self.span, provider=self.provider.name, model=self.model, max_tokens=chat_settings.CHAT_MAX_TOKENS,
+                                      temperature=chat_settings.CHAT_TEMPERATURE, start_ns=self.call_started_ns)
+            tracing.model_span_end(span, stop_reason=ev.stop_reason, input_tokens=ev.usage.input_tokens, output_tokens=ev.usage.output_tokens,
+                                   model=self.model, end_ns=time.time_ns(), output=self.state.text if tracing.capture_content() else None)
+        self._model_call_starts()
         self.raw_outputs.append({"iteration": ev.iteration, "stop_reason": ev.stop_reason, "usage": ev.usage.as_dict(), "output": ev.raw})
+
+    async def before_tool(self, tool_use_id: str, name: str, tool_input: dict[str, Any], index: int) -> None:
+        """Record the call as started (and the tool_use in the saved history) before it runs: after a crash it is
+        reported interrupted and no resume, resend or next message runs it again."""
+        await sync_to_async(persistence.tool_call_started)(
+            run_id=self.record.run_id, index=index, tool_use_id=tool_use_id, name=name, tool_input=tool_input)
+        if self.pipe is not None and self.record.assistant_message_id is not None:
+            self.pipe.flush()
+            if self.flush_task is not None and not self.flush_task.done():
+                with contextlib.suppress(Exception):
+                    await self.flush_task  # appends stay in order: one flush at a time
+            # as the flush task, so a window firing meanwhile waits for it instead of appending the same chunks
+            self.flush_task = asyncio.get_running_loop().create_task(self._flush(len(self.pipe.emitted), self.handle.last_seq))
+            await self.flush_task
 
     async def approve(self, tool_use_id: str, name: str, tool_input: dict[str, Any]) -> bool:
         fut = self.handle.approvals.get(tool_use_id)
@@ -140,35 +200,84 @@ class Turn:
                 self.flush_timer = asyncio.get_running_loop().call_later(max(wait, 0.02), self._flush_timer_fired)
             return
         self.last_flush = now
-        text = self.pipe.emitted_text
-        if text != self.flushed_text:
-            self.flushed_text = text
+        upto = len(self.pipe.emitted)
+        if upto > self.flushed_chunks:
             self.flush_window = min(self.flush_window * 2, max(chat_settings.CHAT_FLUSH_MAX_INTERVAL, chat_settings.CHAT_FLUSH_INTERVAL))
-            self.flush_task = asyncio.get_running_loop().create_task(self._flush(text, self.handle.last_seq, self._provider_messages()))
+            self.flush_task = asyncio.get_running_loop().create_task(self._flush(upto, self.handle.last_seq))
 
     def _flush_timer_fired(self) -> None:
         self.flush_timer = None
         self._maybe_flush()
 
-    async def _flush(self, text: str, seq: int, provider_messages: list[dict[str, Any]]) -> None:
+    async def _flush(self, upto: int, seq: int) -> None:
+        """Append the emitted chunks not yet saved (up to chunk `upto`) to the message; one flush runs at a time."""
         message_id = self.record.assistant_message_id
-        if message_id is None:  # nothing to flush into yet (the final save creates the message)
+        if message_id is None or self.pipe is None:  # nothing to flush into yet (the final save creates the message)
             return
         # other processes' followers must be able to read these events before the database holds their text
         await self.handle.wait_durable(seq, timeout=2.0)
-        await sync_to_async(persistence.assistant_message_flush)(message_id=message_id, content=text, provider_messages=provider_messages)
+        delta = "".join(self.pipe.emitted[self.flushed_chunks:upto])
+        messages = self._provider_messages() if len(self.state.messages) != self.flushed_messages else None
+        await sync_to_async(persistence.assistant_message_append)(message_id=message_id, delta=delta, provider_messages=messages)
+        # advanced only once written: a failed flush is retried whole by the next one, so the text stays a prefix
+        self.flushed_chunks = upto
+        if messages is not None:
+            self.flushed_messages = len(messages)
 
     def _provider_messages(self) -> list[dict[str, Any]]:
         """A copy: a flush serialises it in a thread while the loop keeps appending."""
         return list(self.state.messages)
 
+    # -- operations --
+    def _record_outcome(self, status: str, error: tuple[ErrorCode, str] | None, usage: dict[str, Any], ttft: float | None,
+                        duration: float) -> None:
+        """Once per turn: its metrics, its log line (ids, codes, counts, timings; never text) and the end of its span."""
+        terminal = _terminal_of(status)
+        code = error[0] if error else ""
+        metrics.RUNS_FINISHED.labels(terminal, code).inc()
+        if ttft is not None:
+            metrics.TIME_TO_FIRST_TEXT.observe(ttft / 1000)
+        metrics.TOKENS.labels(self.model, "input").inc(usage.get("input_tokens", 0))
+        metrics.TOKENS.labels(self.model, "output").inc(usage.get("output_tokens", 0))
+        cost = cost_of(self.model, usage)  # the one price table (CHAT_PRICES); None when the model has no price
+        if cost:
+            metrics.COST.labels(self.model).inc(cost)
+        log.info("run finished", extra={
+            "terminal": terminal, "status": status, "provider": self.provider.name, "model": self.model,
+            "input_tokens": usage.get("input_tokens", 0), "output_tokens": usage.get("output_tokens", 0),
+            "tool_calls": len(self.tool_calls), "duration_ms": round(duration, 1), "ttft_ms": round(ttft, 1) if ttft else None,
+        })
+        if self.span is not None:
+            for span in self.tool_spans.values():
+                tracing.error_end(span, code or "cancelled")
+            self.span.set_attribute("gen_ai.usage.input_tokens", usage.get("input_tokens", 0))
+            self.span.set_attribute("gen_ai.usage.output_tokens", usage.get("output_tokens", 0))
+            self.span.set_attribute("pagechat.run.terminal", terminal)
+            if tracing.capture_content():
+                text = self.pipe.text if self.pipe else ""
+                self.span.set_attribute("gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text}]}]))
+            if code:
+                tracing.error_end(self.span, code)
+            else:
+                self.span.end()
+            self.span = None
+
     # -- the run --
     def _prepare(self) -> TurnPlan:
         """Create the (streaming) assistant message, then assemble the model call; one thread hop."""
         message_id = persistence.assistant_message_create(record=self.record)
-        return turn_plan_build(user=self.user, conversation_id=self.record.conversation_id, frame=self.frame, upto_message_id=message_id)
+        return turn_plan_build(user=self.user, conversation_id=self.record.conversation_id, frame=self.frame, upto_message_id=message_id,
+                               client_tools=self.record.client_tools, new_conversation=self.record.conversation_created,
+                               user_message_id=self.record.user_message_id, provider=self.provider)
 
     async def run(self) -> None:
+        logs.turn_context_set(run_id=self.record.run_id, conversation_id=self.record.conversation_id, user_id=self.user.pk)
+        if tracing.ENABLED:
+            self.span = tracing.turn_span(page=str(self.frame.context.get("current_page") or ""), conversation_id=self.record.conversation_id,
+                                          run_id=self.record.run_id, provider=self.provider.name, model=self.model)
+            tracing.activate(self.span)
+            if tracing.capture_content():
+                self.span.set_attribute("gen_ai.input.messages", json.dumps([{"role": "user", "parts": [{"type": "text", "content": self.frame.message}]}]))
         status: str = Run.Status.COMPLETED
         error: tuple[ErrorCode, str] | None = None
         plan: TurnPlan | None = None
@@ -194,14 +303,29 @@ class Turn:
                 status, error = Run.Status.INTERRUPTED, INTERRUPTED
         except ProviderError as exc:
             status, error = Run.Status.ERROR, (error_code(exc.code, "provider_error"), exc.message)
+            metrics.PROVIDER_ERRORS.labels(self.provider.name, error[0]).inc()
+            if self.span is not None:  # the failed model call
+                tracing.error_end(tracing.model_span(
+                    self.span, provider=self.provider.name, model=self.model, max_tokens=chat_settings.CHAT_MAX_TOKENS,
+                    temperature=chat_settings.CHAT_TEMPERATURE, start_ns=self.call_started_ns), error[0])
         except ServiceError as exc:
             status, error = Run.Status.ERROR, (exc.code, exc.message)
         except Exception:
             log.exception("run %s failed", self.record.run_id)
             status, error = Run.Status.ERROR, INTERNAL
-        await self.finish(plan, status, error, parts)
+        await self.finish_uncancellable(plan, status, error, parts)
+
+    async def finish_uncancellable(self, *args: Any) -> None:
+        """`finish` to its end even when the task is cancelled again meanwhile: a run never ends without its terminal
+        event. (A library's cancel scope, such as anyio's in the MCP client, re-delivers a cancel at every await.)"""
+        finishing = asyncio.ensure_future(self.finish(*args))
+        while not finishing.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(finishing)
+        finishing.result()
 
     async def _model_turn(self, plan: TurnPlan) -> None:
+        self._model_call_starts()
         conversation_id = self.record.conversation_id
         ctx = ToolContext(
             user=self.user, conversation_id=conversation_id, run_id=self.record.run_id, context=dict(self.frame.context),
@@ -211,7 +335,7 @@ class Turn:
             provider=self.provider, system=plan.system, messages=plan.messages, tools=plan.tools,
             model=chat_settings.CHAT_MODEL, max_tokens=chat_settings.CHAT_MAX_TOKENS, temperature=chat_settings.CHAT_TEMPERATURE,
             max_iterations=chat_settings.CHAT_MAX_ITERATIONS, ctx=ctx, approver=self.approve, state=self.state,
-            sync_runner=_run_sync,
+            sync_runner=_run_sync, before_tool=self.before_tool,
         )
         ev: AgentEvent
         async for ev in events:
@@ -220,14 +344,23 @@ class Turn:
                 await out
 
     async def _server_action(self, plan: TurnPlan) -> ServerActionResult | None:
-        """Run the page's handler (its token was verified and spent at admission); None for a model turn."""
+        """Run the page's handler (its token was verified and spent at admission); None for a model turn.
+
+        A click that may not run (unknown action, expired, altered or used button) is answered with its reason
+        and a Close button; a handler that fails is answered the same way, its writes rolled back."""
         meta = self.frame.action_metadata
         if self.frame.interaction_type != "action_executed" or meta is None:
             return None
-        spec = plan.page.server_action(meta.action_identifier)
+        name = meta.action_identifier
+        if self.record.action_refusal is not None:
+            self.action_result = {"action": name, "status": "rejected", "refresh": False}
+            return ServerActionResult(message=self.record.action_refusal, suggested_actions=[close_button()])
+        spec = plan.page.server_action(name)
         if spec is None:  # checked at admission; the page registry cannot change mid-process
             raise ActionRejected("this action is not available here")
-        result: ServerActionResult = await sync_to_async(spec.handler)(meta.action_data or {}, self.user, dict(self.frame.context))
+        result = await _run_sync(_action_run, spec, meta.action_data or {}, self.user, dict(self.frame.context))
+        self.action_result = {"action": name, "status": "succeeded" if result.ok else "failed", "refresh": result.refresh and result.ok}
+        await sync_to_async(action_stat_count)(page=plan.page.name, action=name, fields=("succeeded" if result.ok else "failed",))
         return result
 
     async def finish(self, plan: TurnPlan | None, status: str, error: tuple[ErrorCode, str] | None, parts: AnswerParts | None) -> None:
@@ -238,31 +371,44 @@ class Turn:
         if self.flush_timer is not None:
             self.flush_timer.cancel()
         if self.flush_task is not None:
-            with contextlib.suppress(Exception):  # the final save below writes the same text again
-                await self.flush_task
+            # let a save under way end first (the final save below writes the same text again); wait() neither
+            # raises its failure nor, when it was cancelled, its CancelledError, which would end this run unfinished
+            await asyncio.wait({self.flush_task})
         parts = parts or AnswerParts()
+        self._answered_calls_record()
         text = self.pipe.text if self.pipe else ""
         duration = (time.perf_counter() - self.record.started) * 1000
         first = self.pipe.first_text_at if self.pipe else None
         ttft = (first - self.record.started) * 1000 if first else None
         usage = self.state.usage.as_dict()
+        model = "offline" if self.provider.is_offline else chat_settings.CHAT_MODEL
+        cost = cost_of(model, usage)
         diagnostics = dict(plan.diagnostics) if plan else {}
         diagnostics.update({
             "raw_llm_response": self.raw_outputs, "iterations": self.state.iterations, "usage": usage,
             "timings": {"duration_ms": round(duration, 2), "time_to_first_token_ms": round(ttft, 2) if ttft else None},
             "parse_errors": parts.parse_errors, "provider": self.provider.name,
+            "model": self.provider.model_name(chat_settings.CHAT_MODEL), "provider_label": self.provider.label,
+            "cost": {"model": model, "usd": cost, "per_iteration_usd": [cost_of(model, r["usage"]) for r in self.raw_outputs]},
         })
         if error:
             diagnostics["error"] = {"code": error[0], "message": error[1]}
+            logs.error_code_var.set(error[0])
+        if self.action_result is not None:
+            diagnostics["action_result"] = self.action_result  # read back when the terminal event is rebuilt
+        self._record_outcome(status, error, usage, ttft, duration)
         try:
             await sync_to_async(persistence.turn_persist)(record=self.record, outcome=TurnOutcome(
                 status=status, text=text, suggested_values=parts.suggested_values, suggested_actions=parts.suggested_actions,
                 custom_payload=parts.custom_payload, payloads=parts.payloads, tool_history=self.state.tool_history,
                 provider_messages=self._provider_messages(), tool_calls=self.tool_calls, diagnostics=diagnostics,
-                usage=usage, ttft=ttft, duration=duration, error=error, last_seq=self.handle.last_seq + 1,
+                usage=usage, cost=cost, ttft=ttft, duration=duration, error=error, last_seq=self.handle.last_seq + 1,
+                page=plan.page.name if plan else "",
+                offered_actions=[a["action"] for a in parts.suggested_actions if a.get("handler") == "server"],
             ))
         except Exception:
             log.exception("persisting run %s failed", self.record.run_id)
+        await budgets.spend(self.user.pk, usage, cost)
         if status == Run.Status.COMPLETED:
             try:
                 payload = complete_payload_build(
@@ -270,6 +416,7 @@ class Turn:
                     custom_payload=parts.custom_payload, tool_history=self.state.tool_history,
                     conversation_id=self.record.conversation_id, message_id=self.record.assistant_message_id,
                     run_id=self.record.run_id, usage=usage, diagnostics=diagnostics if getattr(self.user, "is_staff", False) else None,
+                    action_result=self.action_result,
                 )
                 self.handle.end(CompleteEvent.wire, payload=payload)
             except (TypeError, ValueError):  # not valid or not serialisable: never leave a run without its terminal event
@@ -280,19 +427,118 @@ class Turn:
         else:
             assert error is not None
             self.handle.end(ErrorEvent.wire, code=error[0], message=error[1])
+        if status == Run.Status.COMPLETED and self.record.conversation_created:
+            await self._title(text)
+
+    async def _title(self, answer: str) -> None:
+        """After the first turn (its answer already delivered): the conversation's title, by the model or from the content."""
+        try:
+            title = None
+            if self.provider.generates_titles:
+                title = await titles.title_from_model(self.provider, model=chat_settings.CHAT_MODEL, question=self.frame.message,
+                                                      answer=answer)
+            title = title or titles.title_from_content(self.frame.message, answer)
+            await sync_to_async(titles.conversation_title_set)(
+                conversation_id=self.record.conversation_id, provisional=titles.title_initial(self.frame.message), title=title)
+        except Exception:  # a title is a nicety: it never fails a turn
+            log.exception("run %s: title not generated", self.record.run_id)
+
+
+    def _answered_calls_record(self) -> None:
+        """The client's answers this run continued from, stored like any tool call (after the run's own, whose
+        indices are the text's [[tool:N]] markers)."""
+        for call in self.record.answered_calls:
+            self.tool_calls.append(ToolCall(
+                run_id=self.record.run_id, index=len(self.state.tool_history), tool_use_id=call.tool_use_id, name=call.name,
+                input=call.input, output=call.output[:50_000], status=ToolCall.Status.OK, duration_ms=0,
+            ))
+            self.state.tool_history.append({"tool_name": call.name, "input": call.input, "output": call.output})
+        self.record.answered_calls = []
+
+
+def _terminal_of(status: str) -> str:
+    terminals: dict[str, str] = {Run.Status.COMPLETED: "complete", Run.Status.CANCELLED: "cancelled"}
+    return terminals.get(status, "error")
+
+
+def close_button() -> dict[str, Any]:
+    """The Close button under a server action's result, labelled in the turn's language."""
+    return {"label": gettext("Close"), "action": "close", "handler": "client", "style": "secondary"}
+
+
+def turn_language(frame: ChatSend) -> str | None:
+    """The language the turn speaks to the user in: the frame's, if the site offers it (LANGUAGES), else None."""
+    code = language_normalize(frame.language)
+    if code is None:
+        return None
+    try:
+        return translation.get_supported_language_variant(code)
+    except LookupError:
+        return None
+
+
+def _action_run(spec: ServerAction, data: Any, user: User, context: dict[str, Any]) -> ServerActionResult:
+    """The handler as the user, in a transaction: an ActionFailed or any error rolls its writes back and is answered,
+    not raised. Its permissions are checked again (admission checked them; staff may have just withdrawn them)."""
+    if server_action_denied(access_for(user), spec) is not None:
+        raise Forbidden("You do not have permission to run this action.")
+    handler = spec.handler
+    try:
+        with transaction.atomic():
+            result = handler(data if isinstance(data, dict) else {"value": data}, user, context)
+    except ActionFailed as exc:
+        return ServerActionResult(message=gettext("✗ %(reason)s Nothing was changed.") % {"reason": exc.message}, suggested_actions=[close_button()],
+                                  ok=False)
+    except (ValidationError, DjangoValidationError, ValueError, ObjectDoesNotExist) as exc:
+        log.info("server action %s refused its data: %s", getattr(handler, "__name__", handler), exc)
+        return ServerActionResult(message=gettext("✗ The action could not use this data. Nothing was changed."),
+                                  suggested_actions=[close_button()], ok=False)
+    except Exception:
+        log.exception("server action %s failed", getattr(handler, "__name__", handler))
+        return ServerActionResult(message=gettext("✗ The action failed. Nothing was changed."), suggested_actions=[close_button()], ok=False)
+    if not isinstance(result, ServerActionResult):
+        log.error("server action %s returned %r, not a ServerActionResult", getattr(handler, "__name__", handler), type(result))
+        return ServerActionResult(message=gettext("✗ The action failed. Nothing was changed."), suggested_actions=[close_button()], ok=False)
+    return result
+
+
+_TOOL_EXECUTOR: ThreadPoolExecutor | None = None
+
+
+def _tool_executor() -> ThreadPoolExecutor:
+    global _TOOL_EXECUTOR
+    if _TOOL_EXECUTOR is None:
+        _TOOL_EXECUTOR = ThreadPoolExecutor(max_workers=chat_settings.CHAT_TOOL_THREADS, thread_name_prefix="pagechat-tool")
+    return _TOOL_EXECUTOR
+
+
+def _closing_connections(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run fn, then close this thread's database connections: a pool of idle threads must not hold one each
+    (a tool call costs one connect, which is nothing next to a model call)."""
+    try:
+        return fn(*args)
+    finally:
+        connections.close_all()
 
 
 async def _run_sync(fn: Callable[..., Any], *args: Any) -> Any:
-    """Blocking tool code runs in Django's sync thread, so it uses the ORM like any view would."""
-    return await sync_to_async(fn)(*args)
+    """Blocking tool and action code runs in a pool of its own, not in Django's one sync thread.
+
+    Why: the async ORM of every socket and request in the process goes through that one thread; a tool
+    that takes ten seconds there would hold up every other user's handshake and save for ten seconds.
+    """
+    return await sync_to_async(_closing_connections, thread_sensitive=False, executor=_tool_executor())(fn, *args)
 
 
 async def turn_execute(handle: RunHandle, user: User, frame: ChatSend, provider: Provider, record: TurnRecord) -> None:
     """The run's task: acknowledge, do the turn, end it (a cancel while finishing still ends it)."""
     turn = Turn(handle, user, frame, provider, record)
+    language = turn_language(frame)
     try:
-        await turn.run()
+        # the user's language for the whole turn (server actions and tools reply in it; contextvars reach their threads)
+        with translation.override(language) if language else contextlib.nullcontext():
+            await turn.run()
     except asyncio.CancelledError:
-        if not handle.done:
-            await turn.finish(None, Run.Status.CANCELLED, None, None)
+        if not handle.done and not handle.finishing:
+            await turn.finish_uncancellable(None, Run.Status.CANCELLED, None, None)
 

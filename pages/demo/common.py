@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
+
 from pages.demo.models import ResearchStream
 
 THERAPEUTIC_AREAS = [
@@ -12,12 +14,19 @@ THERAPEUTIC_AREAS = [
     {"label": "Immunology", "value": "immunology research"},
 ]
 
+# The example conversation's chips after the form (seed 000): each asks for one change, not a new form.
+REFINEMENTS = [
+    {"label": "Change name", "value": "I want to change the stream name"},
+    {"label": "Add more channels", "value": "add more channels"},
+    {"label": "Different frequency", "value": "change the report frequency"},
+]
 
-def owned_stream(user: Any, context: dict[str, Any]) -> ResearchStream | None:
+
+def owned_stream(user: User, context: dict[str, Any]) -> ResearchStream | None:
     """The stream named by the (untrusted) request context, only if this user owns it."""
     raw = context.get("stream_id") or (context.get("entity_id") if context.get("entity_type") == "research_stream" else None)
     try:
-        pk = int(raw)
+        pk = int(str(raw))
     except (TypeError, ValueError):
         return None
     return ResearchStream.objects.filter(pk=pk, owner=user).prefetch_related("channels").first()

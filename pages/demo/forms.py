@@ -11,14 +11,18 @@ from typing import Any, ClassVar
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.functional import Promise
+from django.utils.translation import gettext, gettext_lazy as _, gettext_noop
 
 from pages.demo.models import Channel, ChannelType, ReportFrequency, ResearchStream
+
+StrOrPromise = str | Promise  # a placeholder may be a lazy translation (rendered in the request's language)
 
 MAX_LINES = 50
 MAX_LINE_CHARS = 300
 
 
-def _widget(field_id: str, *, rows: int | None = None, placeholder: str = "") -> dict[str, Any]:
+def _widget(field_id: str, *, rows: int | None = None, placeholder: StrOrPromise = "") -> dict[str, Any]:
     """Widget attrs with the stable id (and aria-describedby pointing at the help text rendered by _field.html)."""
     attrs: dict[str, Any] = {"id": field_id, "aria-describedby": f"{field_id}-help"}
     if rows:
@@ -54,16 +58,16 @@ class LinesField(forms.CharField):
         """Render a list as lines."""
         return _as_text(value, str)
 
-    def to_python(self, value: Any) -> list[str]:
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]  # a list field stored as JSON
         """Split into lines and enforce the size bounds (the result is stored as JSON on the stream)."""
         if isinstance(value, list):
             return value
-        lines = split_lines(super().to_python(value))
+        lines = split_lines(super().to_python(value) or "")
         if len(lines) > MAX_LINES:
-            raise ValidationError(f"At most {MAX_LINES} lines, please.", code="too_many")
+            raise ValidationError(_("At most %(max)d lines, please."), code="too_many", params={"max": MAX_LINES})
         too_long = [line for line in lines if len(line) > MAX_LINE_CHARS]
         if too_long:
-            raise ValidationError(f"Each line must be at most {MAX_LINE_CHARS} characters.", code="too_long")
+            raise ValidationError(_("Each line must be at most %(max)d characters."), code="too_long", params={"max": MAX_LINE_CHARS})
         return self.parse_lines(lines)
 
     def parse_lines(self, lines: list[str]) -> Any:
@@ -87,10 +91,11 @@ class ChannelsField(LinesField):
             kind = (parts[1] if len(parts) > 1 and parts[1] else ChannelType.SCIENTIFIC).lower()
             keywords = [k.strip() for k in parts[2].split(",") if k.strip()] if len(parts) > 2 else []
             if not name:
-                raise ValidationError(f"Line {number}: a channel needs a name.", code="channel_name")
+                raise ValidationError(_("Line %(number)d: a channel needs a name."), code="channel_name", params={"number": number})
             if kind not in ChannelType.values:
                 allowed = ", ".join(ChannelType.values)
-                raise ValidationError(f"Line {number}: type must be one of {allowed}.", code="channel_type")
+                raise ValidationError(_("Line %(number)d: type must be one of %(allowed)s."), code="channel_type",
+                                      params={"number": number, "allowed": allowed})
             channels.append({"name": name[:200], "type": kind, "keywords": list(dict.fromkeys(keywords))})
         return channels
 
@@ -111,7 +116,7 @@ class FiltersField(LinesField):
             key, sep, raw = line.partition(":")
             key = "_".join(key.strip().lower().split())
             if not sep or not key:
-                raise ValidationError(f"Line {number}: use 'key: value'.", code="filter_format")
+                raise ValidationError(_("Line %(number)d: use 'key: value'."), code="filter_format", params={"number": number})
             filters[key] = _parse_filter_value(raw.strip())
         return filters
 
@@ -157,44 +162,44 @@ class CategoriesField(LinesField):
 def name_field() -> forms.CharField:
     """Stream name (#field-stream-name)."""
     return forms.CharField(
-        label="Stream name", max_length=200,
+        label=_("Stream name"), max_length=200,
         widget=forms.TextInput(attrs=_widget("field-stream-name", placeholder="e.g. Lung Cancer Immunotherapy Monitor")),
-        help_text="A short name you will recognise in lists and reports.",
+        help_text=_("A short name you will recognise in lists and reports."),
     )
 
 
 def purpose_field() -> forms.CharField:
     """Stream purpose (#field-purpose)."""
     return forms.CharField(
-        label="Purpose", required=False, max_length=2000,
-        widget=forms.Textarea(attrs=_widget("field-purpose", rows=3, placeholder="What decision or question does this stream support?")),
-        help_text="Why you follow this area; the assistant uses it to suggest topics and queries.",
+        label=_("Purpose"), required=False, max_length=2000,
+        widget=forms.Textarea(attrs=_widget("field-purpose", rows=3, placeholder=_("What decision or question does this stream support?"))),
+        help_text=_("Why you follow this area; the assistant uses it to suggest topics and queries."),
     )
 
 
 def frequency_field() -> forms.ChoiceField:
     """Report frequency (#field-report-frequency)."""
     return forms.ChoiceField(
-        label="Report frequency", choices=ReportFrequency.choices, initial=ReportFrequency.WEEKLY,
+        label=_("Report frequency"), choices=ReportFrequency.choices, initial=ReportFrequency.WEEKLY,
         widget=forms.Select(attrs=_widget("field-report-frequency")),
-        help_text="How often a report is produced.",
+        help_text=_("How often a report is produced."),
     )
 
 
 def topics_field() -> LinesField:
     """Topics, one per line (#field-topics)."""
     return LinesField(
-        label="Topics", widget=forms.Textarea(attrs=_widget("field-topics", rows=6, placeholder="One topic per line")),
-        help_text="One topic per line, e.g. 'EGFR-mutant NSCLC'.",
+        label=_("Topics"), widget=forms.Textarea(attrs=_widget("field-topics", rows=6, placeholder=_("One topic per line"))),
+        help_text=_("One topic per line, e.g. 'EGFR-mutant NSCLC'."),
     )
 
 
 def channels_field() -> ChannelsField:
     """Channels (#field-channels)."""
     return ChannelsField(
-        label="Channels",
+        label=_("Channels"),
         widget=forms.Textarea(attrs=_widget("field-channels", rows=4, placeholder="Lung cancer trials | clinical | NSCLC, osimertinib")),
-        help_text="One channel per line: name | type (scientific, clinical, regulatory, news) | comma-separated keywords.",
+        help_text=_("One channel per line: name | type (scientific, clinical, regulatory, news) | comma-separated keywords."),
     )
 
 
@@ -246,13 +251,13 @@ class SemanticForm(StreamPartForm):
     report_frequency = frequency_field()
     topics = topics_field()
     entities = LinesField(
-        label="Entities", widget=forms.Textarea(attrs=_widget("field-entities", rows=4, placeholder="One per line")),
-        help_text="Drugs, genes, targets, organisations or trials to track, one per line.",
+        label=_("Entities"), widget=forms.Textarea(attrs=_widget("field-entities", rows=4, placeholder=_("One per line"))),
+        help_text=_("Drugs, genes, targets, organisations or trials to track, one per line."),
     )
     scope = forms.CharField(
-        label="Scope", required=False, max_length=2000,
-        widget=forms.Textarea(attrs=_widget("field-scope", rows=2, placeholder="What is in and out of scope")),
-        help_text="Boundaries of the stream, e.g. 'adult patients; exclude case reports'.",
+        label=_("Scope"), required=False, max_length=2000,
+        widget=forms.Textarea(attrs=_widget("field-scope", rows=2, placeholder=_("What is in and out of scope"))),
+        help_text=_("Boundaries of the stream, e.g. 'adult patients; exclude case reports'."),
     )
 
     @classmethod
@@ -281,16 +286,16 @@ class RetrievalForm(StreamPartForm):
 
     tab = "retrieval"
     queries = LinesField(
-        label="Search queries", widget=forms.Textarea(attrs=_widget("field-queries", rows=6, placeholder="One query per line")),
-        help_text="One query per line, e.g. 'osimertinib resistance MET amplification'.",
+        label=_("Search queries"), widget=forms.Textarea(attrs=_widget("field-queries", rows=6, placeholder=_("One query per line"))),
+        help_text=_("One query per line, e.g. 'osimertinib resistance MET amplification'."),
     )
     sources = LinesField(
-        label="Sources", widget=forms.Textarea(attrs=_widget("field-sources", rows=3, placeholder="pubmed")),
-        help_text="One source per line, e.g. pubmed, clinicaltrials.gov, fda, news.",
+        label=_("Sources"), widget=forms.Textarea(attrs=_widget("field-sources", rows=3, placeholder="pubmed")),
+        help_text=_("One source per line, e.g. pubmed, clinicaltrials.gov, fda, news."),
     )
     filters = FiltersField(
-        label="Filters", widget=forms.Textarea(attrs=_widget("field-filters", rows=3, placeholder="min_year: 2022")),
-        help_text="One 'key: value' per line, e.g. 'min_year: 2022' or 'article_types: clinical trial, meta-analysis'.",
+        label=_("Filters"), widget=forms.Textarea(attrs=_widget("field-filters", rows=3, placeholder="min_year: 2022")),
+        help_text=_("One 'key: value' per line, e.g. 'min_year: 2022' or 'article_types: clinical trial, meta-analysis'."),
     )
     channels = channels_field()
 
@@ -319,9 +324,9 @@ class PresentationForm(StreamPartForm):
 
     tab = "presentation"
     categories = CategoriesField(
-        label="Report categories",
+        label=_("Report categories"),
         widget=forms.Textarea(attrs=_widget("field-categories", rows=8, placeholder="Clinical trials: Phase 2/3 results")),
-        help_text="One category per line as 'Name: description'. Report articles are grouped under these headings.",
+        help_text=_("One category per line as 'Name: description'. Report articles are grouped under these headings."),
     )
 
     @classmethod
@@ -340,20 +345,28 @@ class Tab:
     """One edit tab: its key (the ?tab= value and chat `active_tab`), title, blurb and form."""
 
     key: str
-    title: str
-    blurb: str
+    title_text: str  # English, marked for the catalog; `title` and `blurb` are in the active language
+    blurb_text: str
     form_class: type[StreamPartForm]
+
+    @property
+    def title(self) -> str:
+        return gettext(self.title_text)
+
+    @property
+    def blurb(self) -> str:
+        return gettext(self.blurb_text)
 
 
 # Ordered lookup table of the edit tabs; views route by key, never by if/elif on names.
 TABS: dict[str, Tab] = {
     tab.key: tab
     for tab in (
-        Tab("semantic", "Semantic space", "What the stream is about: its purpose, topics and the entities to track.",
+        Tab("semantic", gettext_noop("Semantic space"), gettext_noop("What the stream is about: its purpose, topics and the entities to track."),
             SemanticForm),
-        Tab("retrieval", "Retrieval", "How articles are found: search queries, sources, filters and channels.",
+        Tab("retrieval", gettext_noop("Retrieval"), gettext_noop("How articles are found: search queries, sources, filters and channels."),
             RetrievalForm),
-        Tab("presentation", "Presentation", "How reports are organised: the categories articles are grouped under.",
+        Tab("presentation", gettext_noop("Presentation"), gettext_noop("How reports are organised: the categories articles are grouped under."),
             PresentationForm),
     )
 }

@@ -1,14 +1,18 @@
 """Home page: the create-a-research-stream conversation (seed 000): chips, a form payload, a server action."""
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
+from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils.translation import gettext, ngettext
 from pydantic import BaseModel, Field
 
+from pages.demo.common import REFINEMENTS, THERAPEUTIC_AREAS
 from pages.demo.models import Channel, ResearchStream
+from pages.demo.report_run import TEST_REPORT_ACTION, report_test_button
 from pages.registry import PageSpec, ServerAction, ServerActionResult, register_page
-from pages.demo.common import THERAPEUTIC_AREAS
 from payloads.registry import registry as payloads
 from payloads.spec import PayloadSpec
 
@@ -32,11 +36,15 @@ payloads.register(PayloadSpec(
     description="a proposed research stream configuration to preview before creating it",
     llm_instructions=(
         "Use it once you know the user's research area. If they have not said which area yet, ask first and offer "
-        "SUGGESTED_VALUES: " + __import__("json").dumps(THERAPEUTIC_AREAS) + ". With the form, offer the create_stream "
-        "server action with the same data, and chips to change the name, add channels or change the frequency."
+        "SUGGESTED_VALUES: " + json.dumps(THERAPEUTIC_AREAS) + ". With the form, offer the create_stream server action "
+        "with the same data and these refinement chips: SUGGESTED_VALUES: " + json.dumps(REFINEMENTS) + ". When the user "
+        "wants to change one thing (e.g. the name), ask for that value with a few suggestions as chips instead of "
+        "proposing the whole form again; propose the updated form once they have chosen."
     ),
     schema=ResearchStreamForm,
-    summarize=lambda d: f"Stream form: {d.get('stream_name', '?')} ({len(d.get('channels') or [])} channels, {d.get('report_frequency', '?')})",
+    summarize=lambda d: gettext("Stream form: %(name)s (%(channels)s, %(frequency)s)") % {
+        "name": d.get("stream_name", "?"), "frequency": d.get("report_frequency", "?"),
+        "channels": ngettext("%(count)d channel", "%(count)d channels", len(d.get("channels") or [])) % {"count": len(d.get("channels") or [])}},
     example={
         "stream_name": "{Topic} Intelligence",
         "purpose": "Monitor {topic}: new findings, trials and approvals",
@@ -49,7 +57,7 @@ payloads.register(PayloadSpec(
 ))
 
 
-def create_stream(data: dict[str, Any], user: Any, context: dict[str, Any]) -> ServerActionResult:
+def create_stream(data: dict[str, Any], user: User, context: dict[str, Any]) -> ServerActionResult:
     """Create the stream the user accepted, as that user."""
     form = ResearchStreamForm.model_validate(data)
     with transaction.atomic():
@@ -60,16 +68,19 @@ def create_stream(data: dict[str, Any], user: Any, context: dict[str, Any]) -> S
         Channel.objects.bulk_create([Channel(stream=stream, name=c.name, type=c.type, keywords=c.keywords) for c in form.channels])
     url = stream.get_absolute_url()
     return ServerActionResult(
-        message=f"✓ Created **{stream.name}**. It will produce {stream.report_frequency} reports.",
+        message=gettext("✓ Success! Created **%(name)s**. The stream is now active and will generate %(frequency)s reports.")
+        % {"name": stream.name, "frequency": stream.get_report_frequency_display().lower()},
         suggested_actions=[
-            {"label": "View stream", "action": "navigate", "handler": "client", "data": {"route": url}, "style": "primary"},
-            {"label": "Create another", "action": "restart", "handler": "client", "style": "secondary"},
-            {"label": "Close", "action": "close", "handler": "client", "style": "secondary"},
+            {"label": gettext("View stream"), "action": "navigate", "handler": "client", "data": {"route": url}, "style": "primary"},
+            report_test_button(stream),
+            {"label": gettext("Create another"), "action": "restart", "handler": "client", "style": "secondary"},
+            {"label": gettext("Close"), "action": "close", "handler": "client", "style": "secondary"},
         ],
+        refresh=True,
     )
 
 
-def home_context(context: dict[str, Any], user: Any) -> str:
+def home_context(context: dict[str, Any], user: User) -> str:
     count = ResearchStream.objects.filter(owner=user).count()
     return f"The user is on the home page. They have {count} research stream(s)."
 
@@ -83,5 +94,6 @@ register_page(PageSpec(
     context_builder=home_context,
     payloads=("research_stream_form",),
     server_actions=(ServerAction("create_stream", "Create the research stream from the proposed research stream form", create_stream,
-                                 ("stream_name", "purpose", "report_frequency", "channels")),),
+                                 ("stream_name", "purpose", "report_frequency", "channels"),
+                                 permissions=["pagechat_demo.add_researchstream"]), TEST_REPORT_ACTION),
 ))

@@ -4,26 +4,28 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 
 class ReportFrequency(models.TextChoices):
     """How often a stream produces a report."""
 
-    DAILY = "daily", "Daily"
-    WEEKLY = "weekly", "Weekly"
-    BIWEEKLY = "biweekly", "Biweekly"
-    MONTHLY = "monthly", "Monthly"
+    DAILY = "daily", _("Daily")
+    WEEKLY = "weekly", _("Weekly")
+    BIWEEKLY = "biweekly", _("Biweekly")
+    MONTHLY = "monthly", _("Monthly")
 
 
 class ChannelType(models.TextChoices):
     """The kind of literature a channel watches."""
 
-    SCIENTIFIC = "scientific", "Scientific"
-    CLINICAL = "clinical", "Clinical"
-    REGULATORY = "regulatory", "Regulatory"
-    NEWS = "news", "News"
+    SCIENTIFIC = "scientific", _("Scientific")
+    CLINICAL = "clinical", _("Clinical")
+    REGULATORY = "regulatory", _("Regulatory")
+    NEWS = "news", _("News")
 
 
 # JSON defaults are callables so that every row gets its own dict (a shared mutable default would leak edits).
@@ -45,9 +47,9 @@ def default_presentation() -> dict[str, Any]:
 class ResearchStreamQuerySet(models.QuerySet["ResearchStream"]):
     """Streams; views must always narrow with owned_by() so nobody sees another user's streams."""
 
-    def owned_by(self, user: Any) -> ResearchStreamQuerySet:
+    def owned_by(self, user: User | AnonymousUser) -> ResearchStreamQuerySet:
         """Streams whose owner is `user` (none for an anonymous user)."""
-        if not getattr(user, "is_authenticated", False):
+        if isinstance(user, AnonymousUser) or not user.is_authenticated:
             return self.none()
         return self.filter(owner=user)
 
@@ -178,9 +180,9 @@ class Article(models.Model):
 class ReportQuerySet(models.QuerySet["Report"]):
     """Reports; a report belongs to whoever owns its stream."""
 
-    def owned_by(self, user: Any) -> ReportQuerySet:
+    def owned_by(self, user: User | AnonymousUser) -> ReportQuerySet:
         """Reports of streams owned by `user` (none for an anonymous user)."""
-        if not getattr(user, "is_authenticated", False):
+        if isinstance(user, AnonymousUser) or not user.is_authenticated:
             return self.none()
         return self.filter(stream__owner=user)
 

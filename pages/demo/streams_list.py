@@ -3,13 +3,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
+from django.utils.translation import gettext, ngettext
 from pydantic import BaseModel, Field
 
+from chat.agent.types import ToolContext
+from pages.demo.common import describe_stream
 from pages.demo.models import ResearchStream
 from pages.registry import PageSpec, register_page
-from pages.demo.common import describe_stream
 from payloads.registry import registry as payloads
 from payloads.spec import PayloadSpec
+from tools.registry import tool
 
 
 class StreamSuggestion(BaseModel):
@@ -34,7 +38,7 @@ payloads.register(PayloadSpec(
     parse_marker="STREAM_SUGGESTIONS:",
     description="ideas for new research streams that complement the user's streams",
     schema=StreamSuggestions,
-    summarize=lambda d: "Stream ideas: " + ", ".join(s.get("name", "") for s in d.get("suggestions", [])[:3]),
+    summarize=lambda d: gettext("Stream ideas: %(names)s") % {"names": ", ".join(s.get("name", "") for s in d.get("suggestions", [])[:3])},
     example={"suggestions": [
         {"name": "{Topic} Biomarkers", "purpose": "Track biomarker discovery in {topic}", "rationale": "Complements your current streams"},
         {"name": "{Topic} Regulatory Watch", "purpose": "Approvals and guidance on {topic}", "rationale": "No stream covers regulation yet"},
@@ -45,13 +49,25 @@ payloads.register(PayloadSpec(
     parse_marker="PORTFOLIO_INSIGHTS:",
     description="an analysis of coverage, gaps and overlaps across the user's portfolio of streams",
     schema=PortfolioInsights,
-    summarize=lambda d: f"Portfolio insights: {len(d.get('gaps', []))} gaps, {len(d.get('overlaps', []))} overlaps",
+    summarize=lambda d: gettext("Portfolio insights: %(gaps)s, %(overlaps)s") % {
+        "gaps": ngettext("%(count)d gap", "%(count)d gaps", len(d.get("gaps", []))) % {"count": len(d.get("gaps", []))},
+        "overlaps": ngettext("%(count)d overlap", "%(count)d overlaps", len(d.get("overlaps", []))) % {"count": len(d.get("overlaps", []))}},
     example={"coverage": ["Your streams follow {topic}"], "gaps": ["No regulatory channel"], "overlaps": [],
              "recommendation": "Add a regulatory channel to your {topic} stream"},
 ))
 
 
-def streams_context(context: dict[str, Any], user: Any) -> str:
+@tool(requires_approval=True, permissions=["pagechat_demo.change_researchstream"])
+def rename_stream(stream_id: int, new_name: str, ctx: ToolContext) -> str:
+    """Rename one of the user's research streams (the user approves it first)."""
+    name = " ".join(new_name.split())[:200]
+    if not name:
+        return "The new name is empty."
+    updated = ResearchStream.objects.filter(pk=stream_id, owner=ctx.user).update(name=name)
+    return f"Renamed the stream to {name!r}." if updated else f"You have no stream with id {stream_id}."
+
+
+def streams_context(context: dict[str, Any], user: User) -> str:
     streams = list(ResearchStream.objects.filter(owner=user).prefetch_related("channels")[:20])
     if not streams:
         return "The user is on the research streams list. They have no streams yet."
@@ -63,4 +79,5 @@ register_page(PageSpec(
     identity="You are the Knowledge Horizon assistant on the research streams list. You help users plan and balance their portfolio of streams.",
     context_builder=streams_context,
     payloads=("stream_suggestions", "portfolio_insights"),
+    tools=("rename_stream",),
 ))

@@ -11,14 +11,16 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
-from pages.demo.models import Article, Report, ResearchStream
 from pages.demo.forms import DEFAULT_TAB, TABS, NewStreamForm
+from pages.demo.models import Article, Report, ResearchStream
 from pages.demo.search import article_get
 
 CONTEXT_LIST_CAP = 50
@@ -119,10 +121,12 @@ def streams_list(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def new_stream(request: HttpRequest) -> HttpResponse:
     """Manual stream creation; POST creates and redirects to the new stream's edit page. Context: entity_type."""
+    if request.method == "POST" and not request.user.has_perm("pagechat_demo.add_researchstream"):
+        raise PermissionDenied  # the same permission the assistant's create_stream action needs
     form = NewStreamForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         stream = form.save(owner=request.user)
-        messages.success(request, f"Created “{stream.name}”. Refine it below, or ask the assistant for suggestions.")
+        messages.success(request, gettext("Created “%(name)s”. Refine it below, or ask the assistant for suggestions.") % {"name": stream.name})
         return redirect(stream.get_absolute_url())
     return render_page(
         request,
@@ -148,11 +152,13 @@ def stream_edit(request: HttpRequest, stream_id: int) -> HttpResponse:
     tab_key = request.POST.get("tab") if request.method == "POST" else request.GET.get("tab")
     tab = TABS.get(tab_key or DEFAULT_TAB) or TABS[DEFAULT_TAB]
     if request.method == "POST":
+        if not request.user.has_perm("pagechat_demo.change_researchstream"):
+            raise PermissionDenied  # the same permission the stream's chat page needs
         form = tab.form_class(request.POST)
         if form.is_valid():
             with transaction.atomic():
                 form.apply(stream)
-            messages.success(request, f"Saved {tab.title.lower()} settings.")
+            messages.success(request, gettext("Saved %(tab)s settings.") % {"tab": tab.title.lower()})
             return HttpResponseRedirect(f"{stream.get_absolute_url()}?tab={tab.key}")
     else:
         form = tab.form_class(initial=tab.form_class.initial_for(stream))
@@ -195,6 +201,18 @@ def reports_list(request: HttpRequest) -> HttpResponse:
         selected = get_object_or_404(streams, pk=int(stream_param))
         reports = reports.filter(stream=selected)
         chat_context["stream_id"] = selected.pk
+    # the filters the assistant's apply_filters action sends the page to
+    text = request.GET.get("q", "").strip()[:300]
+    if text:
+        reports = reports.filter(Q(title__icontains=text) | Q(summary__icontains=text))
+        chat_context["query"] = text
+    for param, lookup in (("year_from", "created_at__year__gte"), ("year_to", "created_at__year__lte")):
+        value = request.GET.get(param, "")
+        if value:
+            if not value.isdigit():
+                raise Http404("Bad year.")
+            reports = reports.filter(**{lookup: int(value)})
+            chat_context[param] = int(value)
     report_list = list(reports)
     chat_context.update(
         report_count=len(report_list),

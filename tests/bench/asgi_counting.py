@@ -23,6 +23,7 @@ _statements: Counter[str] = Counter()  # "INSERT pagechat_message", "SELECT", ..
 _WRITE = re.compile(r'^\s*(INSERT|UPDATE|DELETE|REPLACE)\b(?:\s+OR\s+\w+)?(?:\s+INTO)?\s+"?(\w+)"?', re.I)
 _HEARTBEAT = re.compile(r'^\s*UPDATE\s+"?pagechat_run"?\s+SET\s+"?heartbeat_at"?', re.I)
 _profiler: cProfile.Profile | None = None
+_SQL_LOG = bool(os.environ.get("BENCH_SQL_LOG"))
 
 
 def _count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
@@ -32,6 +33,8 @@ def _count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any
         key = "UPDATE pagechat_run (heartbeat)"  # one statement per interval for all of the process's runs
     with _lock:
         _statements[key] += 1
+    if _SQL_LOG:  # experiment knob: every statement, to find the ones a turn could do without
+        print(f"SQL [{threading.current_thread().name}] {sql[:300]}", file=sys.stderr, flush=True)
     return execute(sql, params, many, context)
 
 

@@ -36,7 +36,7 @@ def prefill(user_index: int, count: int) -> dict[str, int]:
     from django.contrib.auth import get_user_model
 
     from chat.models import Conversation, Message
-    from tests.bench.provider import answer_text
+    from tests.bench.words import answer_text
 
     user = get_user_model().objects.get(username=f"bench{user_index}")
     conv = Conversation.objects.create(owner=user, title="bench history", page="")

@@ -14,20 +14,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from chat.providers.base import MessageEnd, Provider, ProviderEvent, ProviderRequest, TextDelta, Usage
+from tests.bench.words import answer_text, token_text
 
 DIRECTIVE = re.compile(r"bench:tokens=(\d+)(?:,rate=([0-9.]+))?")
-WORDS = ("the", "stream", "of", "tokens", "arrives", "at", "a", "steady", "pace", "and", "every", "one",
-         "is", "relayed", "to", "the", "client", "in", "order")
-
-
-def token_text(i: int) -> str:
-    """Token i of the bench answer: a short word with its leading space, like a real tokenizer's piece."""
-    return ("" if i == 0 else " ") + WORDS[i % len(WORDS)]
-
-
-def answer_text(n: int) -> str:
-    return "".join(token_text(i) for i in range(n))
-
 
 class BenchProvider(Provider):
     """Deterministic text at `rate` tokens/s (0: instant, yielding to the loop between tokens)."""

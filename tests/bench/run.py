@@ -25,20 +25,27 @@ from typing import Any
 
 from tests.bench import frames as frame_sets
 from tests.bench.client import Turn, integrity, latency, ms, pct, read_run, relay_turn, send_frame, sse_turn, ws_open, ws_turn
+from tests.bench.peer import ChainlitClient, chainlit_server, chainlit_venv
+from tests.bench.report import bars, markdown, ratio, readme_write, verdict
 from tests.bench.server import ROOT, Server, machine_busy, own_cpu
+from tests.bench.words import answer_text
 
 VAR = ROOT / "var" / "bench"
 RESULTS = Path(__file__).resolve().parent / "results"
-SCENARIOS = ("sequential", "throughput", "concurrent", "idle", "dbwrites", "history", "redis")
+SCENARIOS = ("sequential", "throughput", "concurrent", "idle", "dbwrites", "history", "peers", "servers", "capacity", "redis")
 N_USERS = 110
 SECRET = "bench-" + "x" * 50
 
 # full / quick parameters of every scenario
 PARAMS: dict[str, dict[str, Any]] = {
     "full": {"seq_turns": 300, "sse_turns": 100, "tput_tokens": 5000, "tput_rounds": 5, "levels": [1, 10, 50, 100],
-             "conc_turns": 5, "idle": 1000, "hist_turns": 100, "redis_convs": 10, "redis_turns": 3},
+             "conc_turns": 5, "idle": 1000, "hist_turns": 100, "redis_convs": 10, "redis_turns": 3,
+             "peer_tokens": 2000, "peer_rounds": 8, "srv_turns": 100, "srv_tput_tokens": 3000, "srv_rounds": 4,
+             "cap_levels": [25, 50, 100, 150, 200, 300, 400], "cap_seconds": 20},
     "quick": {"seq_turns": 100, "sse_turns": 30, "tput_tokens": 3000, "tput_rounds": 2, "levels": [1, 10, 50],
-              "conc_turns": 2, "idle": 1000, "hist_turns": 40, "redis_convs": 5, "redis_turns": 2},
+              "conc_turns": 2, "idle": 1000, "hist_turns": 40, "redis_convs": 5, "redis_turns": 2,
+              "peer_tokens": 2000, "peer_rounds": 3, "srv_turns": 40, "srv_tput_tokens": 2000, "srv_rounds": 2,
+              "cap_levels": [25, 50, 100, 200], "cap_seconds": 10},
 }
 TURN = "bench:tokens=100"  # the standard turn: 100 tokens, instant model
 PACED = "bench:tokens=100,rate=100"  # 100 tokens at 100 tokens/s (a 1 s answer)
@@ -85,10 +92,6 @@ def per_event_us(cpu_s: float, events: int) -> float | None:
     return round(cpu_s / events * 1e6, 1) if events else None
 
 
-def ratio(a: float | None, b: float | None) -> float | None:
-    return round(a / b, 2) if a is not None and b else None
-
-
 def stream_summary(turns: list[Turn], cpu_s: float) -> dict[str, Any]:
     events = sum(t.events for t in turns)
     return {**latency(turns), **integrity(turns), "events": events, "cpu_s": round(cpu_s, 3),
@@ -124,6 +127,7 @@ class Bench:
         for suffix in ("", "-wal", "-shm"):
             Path(str(db) + suffix).unlink(missing_ok=True)
         url = f"sqlite:///{db}"
+        self.db_url = url
         log("migrating the bench database (SQLite) and creating users")
         self.db_env = app_env(url)
         self.tokens = prepare_db(self.db_env)
@@ -416,14 +420,186 @@ class Bench:
         out["ratio_1000_100_cpu_per_turn"] = ratio(a["cpu_per_turn_ms"], c["cpu_per_turn_ms"])
         self.results["history"] = out
 
-    # -- 7. two processes over PostgreSQL + Redis --
+    # -- 7. the peer: Chainlit streaming the same answer --
+    async def peers(self) -> None:
+        """The same 2,000-token answer (same words) from Chainlit and from the app, interleaved, CPU per token."""
+        n, rounds = self.p["peer_tokens"], self.p["peer_rounds"]
+        raw, app = self.servers["app_raw"], self.servers["app"]
+        log("  installing / starting the Chainlit peer (its own virtualenv under var/bench)")
+        peer = chainlit_server(VAR, VAR / "logs").start()
+        self.extra_servers = [peer]
+        client = ChainlitClient(chainlit_venv(VAR), peer.port)
+        message = f"bench:tokens={n}"
+        ws_raw, ws_app = await ws_open(raw.ws_url, self.tokens[5]), await ws_open(app.ws_url, self.tokens[6])
+        sides: dict[str, dict[str, Any]] = {k: {"cpu": 0.0, "turns": [], "events": 0, "text_ok": 0}
+                                            for k in ("chainlit", "app_raw", "app")}
+        expected = answer_text(n)
+        try:
+            await asyncio.to_thread(client.turn, n)  # warm-up
+            await ws_turn(ws_raw, message, None)
+            await ws_turn(ws_app, message, None)
+            for _ in range(rounds):
+                for name, server in (("chainlit", peer), ("app_raw", raw), ("app", app)):
+                    c0 = server.cpu()
+                    if name == "chainlit":
+                        r = await asyncio.to_thread(client.turn, n)
+                        t = Turn(ok=True, first_event=r["first_event"], first_text=r["first_event"], end=r["end"], events=r["events"])
+                        text_ok = r["text"] == expected
+                    else:
+                        t = await ws_turn(ws_raw if name == "app_raw" else ws_app, message, None, timeout=120)
+                        text_ok = t.ok and t.text_matches
+                    await asyncio.sleep(0.05)  # the server's own bookkeeping after the last frame
+                    side = sides[name]
+                    side["cpu"] += server.cpu() - c0
+                    side["turns"].append(t)
+                    side["events"] += t.events
+                    side["text_ok"] += int(text_ok)
+        finally:
+            client.close()
+            for w in (ws_raw, ws_app):
+                await w.close()
+            peer.stop()
+            self.extra_servers = []
+        out: dict[str, Any] = {"tokens_per_answer": n, "rounds": rounds}
+        for name, side in sides.items():
+            turns = side["turns"]
+            out[name] = {"cpu_per_token_us": round(side["cpu"] / (n * len(turns)) * 1e6, 1),
+                         "frames_per_answer": round(side["events"] / len(turns)), "answers_complete": side["text_ok"],
+                         "answer_ms_median": ms(pct([t.end for t in turns if t.end], 50)),
+                         "first_event_ms_median": ms(pct([t.first_event for t in turns if t.first_event], 50))}
+        out["ratio_coalescing_off"] = ratio(out["app_raw"]["cpu_per_token_us"], out["chainlit"]["cpu_per_token_us"])
+        out["ratio_default"] = ratio(out["app"]["cpu_per_token_us"], out["chainlit"]["cpu_per_token_us"])
+        self.results["peers"] = out
+
+    # -- 8. the same app on daphne and on uvicorn --
+    async def servers_compare(self) -> None:
+        """Sequential 100-token turns, one uncoalesced stream and 50 concurrent paced conversations on both servers."""
+        out: dict[str, Any] = {}
+        started: list[Server] = []
+        try:
+            for name in ("daphne", "uvicorn"):
+                for coalesce, suffix in (("", ""), ("0", "_raw")):
+                    env = app_env(self.db_url) if not coalesce else app_env(self.db_url, CHAT_COALESCE_WINDOW="0")
+                    srv = Server(f"{name}{suffix}", "tests.bench.asgi_counting:application", env, VAR / "logs", server=name).start()
+                    started.append(srv)
+            self.extra_servers = started
+            by = {s.name: s for s in started}
+            for name in ("daphne", "uvicorn"):
+                out[name] = {}
+            # sequential turns, interleaved in blocks of 10
+            socks = {k: await ws_open(by[k].ws_url, self.tokens[7]) for k in ("daphne", "uvicorn")}
+            seq: dict[str, list[Turn]] = {"daphne": [], "uvicorn": []}
+            cpu: dict[str, float] = {"daphne": 0.0, "uvicorn": 0.0}
+            for k in socks:
+                for _ in range(5):
+                    await ws_turn(socks[k], TURN, None)
+            for _ in range(max(1, self.p["srv_turns"] // 10)):
+                for k in ("daphne", "uvicorn"):
+                    c0 = by[k].cpu()
+                    for _ in range(10):
+                        seq[k].append(await ws_turn(socks[k], TURN, None))
+                    await asyncio.sleep(0.05)
+                    cpu[k] += by[k].cpu() - c0
+            for k in socks:
+                await socks[k].close()
+                out[k]["sequential"] = {**latency(seq[k]), **integrity(seq[k]), "cpu_per_turn_ms": round(cpu[k] / len(seq[k]) * 1000, 2)}
+            # one uncoalesced stream: CPU per event and rate
+            n = self.p["srv_tput_tokens"]
+            socks = {k: await ws_open(by[f"{k}_raw"].ws_url, self.tokens[8]) for k in ("daphne", "uvicorn")}
+            tput: dict[str, list[Turn]] = {"daphne": [], "uvicorn": []}
+            cpu = {"daphne": 0.0, "uvicorn": 0.0}
+            for k in socks:
+                await ws_turn(socks[k], f"bench:tokens={n}", None)
+            for _ in range(self.p["srv_rounds"]):
+                for k in ("daphne", "uvicorn"):
+                    c0 = by[f"{k}_raw"].cpu()
+                    tput[k].append(await ws_turn(socks[k], f"bench:tokens={n}", None, timeout=120))
+                    await asyncio.sleep(0.05)
+                    cpu[k] += by[f"{k}_raw"].cpu() - c0
+            for k in socks:
+                await socks[k].close()
+                events = sum(t.events for t in tput[k])
+                rates = [t.events / t.end for t in tput[k] if t.end]
+                out[k]["throughput"] = {**integrity(tput[k]), "cpu_per_event_us": per_event_us(cpu[k], events),
+                                        "events_per_s_median": round(pct(rates, 50) or 0)}
+            # 50 concurrent conversations, paced
+            rng = random.Random(50)
+            plan = [(rng.uniform(0, 1.0), [rng.uniform(0.1, 0.4) for _ in range(self.p["conc_turns"])]) for _ in range(50)]
+            for k in ("daphne", "uvicorn"):
+                out[k]["concurrent_50"] = await self._level("app", by[k], 50, plan)
+            a, b = out["daphne"], out["uvicorn"]
+            out["ratio_uvicorn_daphne"] = {
+                "cpu_per_turn": ratio(b["sequential"]["cpu_per_turn_ms"], a["sequential"]["cpu_per_turn_ms"]),
+                "cpu_per_event": ratio(b["throughput"]["cpu_per_event_us"], a["throughput"]["cpu_per_event_us"]),
+                "first_event_p99_50": ratio(b["concurrent_50"]["first_event_p99_ms"], a["concurrent_50"]["first_event_p99_ms"]),
+            }
+        finally:
+            for srv in started:
+                srv.stop()
+            self.extra_servers = []
+        self.results["servers"] = out
+
+    # -- 9. capacity: conversations streaming at 30 tokens/s until the server falls behind --
+    async def capacity(self) -> None:
+        """Ramp concurrent conversations (each streaming 60-token answers at 30 tokens/s, back to back with a short
+        think time) until the first-event p99 passes 100 ms or streams fall behind (an answer > 25% late)."""
+        app = self.servers["app"]
+        seconds = self.p["cap_seconds"]
+        message, expected_s = "bench:tokens=60,rate=30", 60 / 30
+        out: dict[str, Any] = {"levels": {}, "message": message, "seconds_per_level": seconds}
+        best = 0
+        for level in self.p["cap_levels"]:
+            socks = []
+            for i in range(0, level, 50):
+                socks += await asyncio.gather(*(ws_open(app.ws_url, self.tokens[j % N_USERS]) for j in range(i, min(level, i + 50))))
+            turns: list[Turn] = []
+            stop_at = time.perf_counter() + seconds
+            rng = random.Random(level)
+
+            async def conversation(ws: Any) -> None:
+                await asyncio.sleep(rng.uniform(0, expected_s))  # spread the starts over one answer
+                conv = None
+                while time.perf_counter() < stop_at:
+                    t = await ws_turn(ws, message, conv, timeout=60)
+                    conv = t.conversation_id
+                    turns.append(t)
+                    await asyncio.sleep(rng.uniform(0.1, 0.3))
+
+            cpu = CPU(app)
+            t0, c0 = time.perf_counter(), time.process_time()
+            await asyncio.gather(*(conversation(ws) for ws in socks))
+            wall = time.perf_counter() - t0
+            used = cpu.used()["app"]
+            client_share = round((time.process_time() - c0) / wall, 2)
+            for k in range(0, len(socks), 100):
+                await asyncio.gather(*(ws.close() for ws in socks[k:k + 100]))
+            late = sum(1 for t in turns if t.end is None or t.end > expected_s * 1.25)
+            lat = latency(turns)
+            row = {**lat, **integrity(turns), "late_answers": late, "late_share": round(late / max(len(turns), 1), 3),
+                   "server_cpu_share": round(used / wall, 2), "client_cpu_share": client_share}
+            ok = (lat["first_event_p99_ms"] or 1e9) <= 100 and row["late_share"] <= 0.01 and row["failed"] == 0
+            row["keeps_up"] = ok
+            out["levels"][str(level)] = row
+            log(f"  {level} conversations: first event p99 {lat['first_event_p99_ms']} ms, late {late}/{len(turns)}, "
+                f"server {row['server_cpu_share']} cores, client {client_share}")
+            if not ok:
+                break
+            best = level
+            await asyncio.sleep(1.0)
+        out["conversations_per_process"] = best
+        top = out["levels"].get(str(best), {})
+        out["conversations_per_core"] = round(best / top["server_cpu_share"]) if best and top.get("server_cpu_share") else None
+        self.results["capacity"] = out
+
+    # -- 10. two processes over PostgreSQL + Redis --
     def redis_scenario(self) -> None:
         import psycopg
         import redis as redis_sync
 
+        # where: the server (its maintenance database), the database to create (and drop) and the Redis DB
         pg = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/test")
         redis_url = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/11")
-        db = f"bench_pagechat_{os.getpid()}"
+        db = os.environ.get("BENCH_PG_DB") or f"bench_pagechat_{os.getpid()}"
         admin = psycopg.connect(pg.replace("postgres://", "postgresql://", 1), autocommit=True)
         admin.execute(f'CREATE DATABASE "{db}"')
         url = pg.rsplit("/", 1)[0] + "/" + db
@@ -516,144 +692,19 @@ class Bench:
 # ---- report -------------------------------------------------------------------------------------
 
 
-def verdict(ok: bool | None) -> str:
-    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
-
-
-def bars(r: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
-    """(bar, measured, target, pass) for every quality bar that the scenarios run measured."""
-    rows: list[tuple[str, str, str, bool | None]] = []
-    s = r.get("sequential")
-    if s:
-        sa = s["server_added"]
-        rows.append(("Server-added time to first event, p50, one client", f"{sa['first_event_p50_ms']} ms (app {s['app']['first_event_p50_ms']} - bare ASGI {s['asgi']['first_event_p50_ms']})", "<= 5 ms", sa["first_event_p50_ms"] <= 5))
-        rows.append(("Server-added time to first event, p99, one client", f"{sa['first_event_p99_ms']} ms (app {s['app']['first_event_p99_ms']} - bare ASGI {s['asgi']['first_event_p99_ms']})", "<= 25 ms", sa["first_event_p99_ms"] <= 25))
-        rows.append(("Server-added time to first text, p50 / p99, one client (instant model)", f"{sa['first_text_p50_ms']} / {sa['first_text_p99_ms']} ms", "(reported)", None))
-    c = r.get("concurrent", {}).get("50")
-    if c:
-        rows.append(("Server-added time to first event, p99, 50 concurrent", f"{c['server_added_first_event_p99_ms']} ms (app {c['app']['first_event_p99_ms']} - bare ASGI {c['asgi']['first_event_p99_ms']})", "<= 50 ms", c["server_added_first_event_p99_ms"] <= 50))
-    t = r.get("throughput")
-    if t:
-        rows.append(("Server CPU per delivered event (one stream, coalescing off)", f"{t['app']['cpu_per_event_us']} us (bare Channels {t['channels']['cpu_per_event_us']}, bare ASGI {t['asgi']['cpu_per_event_us']})", "<= 50 us", t["app"]["cpu_per_event_us"] <= 50))
-        rows.append(("CPU ratio app / bare Channels relay (same frames)", f"{t['cpu_ratio_app_channels']}x (app / bare ASGI {t['cpu_ratio_app_asgi']}x)", "<= 1.5", t["cpu_ratio_app_channels"] <= 1.5))
-        rows.append(("One stream sustains", f"{t['app']['events_per_s_median']} events/s (bare Channels {t['channels']['events_per_s_median']}, bare ASGI {t['asgi']['events_per_s_median']})", ">= 5,000 events/s", t["app"]["events_per_s_median"] >= 5000))
-    i = r.get("idle")
-    if i:
-        rows.append(("Memory per idle authenticated socket", f"{i['app']['kib_per_socket']} KiB (bare Channels {i['channels']['kib_per_socket']}, bare ASGI {i['asgi']['kib_per_socket']})", "<= 64 KiB", i["app"]["kib_per_socket"] <= 64))
-    d = r.get("dbwrites")
-    if d:
-        worst = max(v["db_writes"] for v in d.values())
-        rows.append(("DB writes, 500-token turn (instant / 100 tok/s / 2nd turn at 100 tok/s; heartbeat apart)", f"{d['instant']['db_writes']} / {d['100_tok_s']['db_writes']} / {d['paced_conversation_turn2']['db_writes']}", "<= 12", worst <= 12))
-    h = r.get("history")
-    if h:
-        rows.append(("Turn cost at message 1,000 / message 1 (wall p50; server CPU)", f"{h['ratio_turn_p50']}x; {h['ratio_cpu_per_turn']}x (1,000 / 100: {h['ratio_1000_100_turn_p50']}x; {h['ratio_1000_100_cpu_per_turn']}x)", "<= 1.2x", max(h["ratio_turn_p50"] or 0, h["ratio_cpu_per_turn"] or 0) <= 1.2))
-    lost = dup = ooo = mism = 0
-    for turnset in _integrity_blocks(r):
-        lost += turnset.get("gaps", 0) + turnset.get("missing_terminal", 0)
-        dup += turnset.get("duplicates", 0)
-        ooo += turnset.get("out_of_order", 0)
-        mism += turnset.get("text_mismatch", 0)
-    extra = ""
-    if "redis" in r:
-        extra = f"; Redis follower: {r['redis']['follower_b']['resync_errors']} resync errors, {r['redis']['follower_b']['streams_differing_from_a']} streams differing"
-    rows.append(("Lost / duplicated / out-of-order events (all scenarios)", f"{lost} / {dup} / {ooo}; streamed != persisted text: {mism}{extra}", "0 / 0 / 0",
-                 lost == dup == ooo == mism == 0 and ("redis" not in r or (r["redis"]["follower_b"]["resync_errors"] == 0 and r["redis"]["follower_b"]["streams_differing_from_a"] == 0))))
-    return rows
-
-
-def _integrity_blocks(r: dict[str, Any]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-
-    def walk(x: Any) -> None:
-        if isinstance(x, dict):
-            if "gaps" in x and "duplicates" in x:
-                out.append(x)
-            for v in x.values():
-                if isinstance(v, dict):
-                    walk(v)
-
-    walk(r)
-    return out
-
-
-def markdown(meta: dict[str, Any], r: dict[str, Any]) -> str:
-    L = [f"# Benchmark results ({meta['mode']})", "",
-         f"`{meta['command']}` on {meta['date']}, commit `{meta['commit']}`, {meta['machine']}. "
-         "Every number is measured from the client side, app and baselines side by side in one run; "
-         "server CPU is the server process's own utime+stime (`/proc/<pid>/stat`). Compare ratios, not absolute times. "
-         f"Other processes on this shared machine used, per scenario, {', '.join(f'{k} {v}' for k, v in meta['other_load_cores'].items())} cores "
-         "(read p99s with that in mind).", "",
-         "| Bar | Measured | Target | Result |", "|---|---|---|---|"]
-    for name, measured, target, ok in bars(r):
-        L.append(f"| {name} | {measured} | {target} | {verdict(ok)} |")
-    s = r.get("sequential")
-    if s:
-        L += ["", "## One client, sequential turns (100-token instant model)", "",
-              "| | first event p50 / p99 | first text p50 / p99 | turn p50 | server CPU per turn |", "|---|---|---|---|---|"]
-        for name, label in (("app", "app (websocket)"), ("sse", "app (SSE)"), ("channels", "bare Channels relay"), ("asgi", "bare ASGI relay")):
-            x = s[name]
-            L.append(f"| {label} | {x['first_event_p50_ms']} / {x['first_event_p99_ms']} ms | {x['first_text_p50_ms']} / {x['first_text_p99_ms']} ms | {x['turn_p50_ms']} ms | {x['cpu_per_turn_ms']} ms |")
-        L.append(f"\n{s['app']['turns']} turns per server (a turn is {s['app']['events'] // max(s['app']['turns'], 1)} coalesced events); app DB writes per turn {s['app']['db_writes_per_turn']}, SQL statements per turn {s['app']['db_statements_per_turn']}.")
-    t = r.get("throughput")
-    if t:
-        L += ["", f"## One stream, instant model, coalescing off ({t['events_per_stream']} events per stream)", "",
-              "| | events/s (median) | stream time | CPU per event | CPU per 1,000 events |", "|---|---|---|---|---|"]
-        for name, label in (("app", "app"), ("channels", "bare Channels relay"), ("asgi", "bare ASGI relay"),
-                            ("asgi_yield", "bare ASGI relay, one frame per loop turn")):
-            x = t[name]
-            L.append(f"| {label} | {x['events_per_s_median']} | {x['stream_ms_median']} ms | {x['cpu_per_event_us']} us | {x['cpu_per_1000_events_ms']} ms |")
-        L.append(f"\nRatios: CPU app / bare Channels {t['cpu_ratio_app_channels']}x, app / bare ASGI {t['cpu_ratio_app_asgi']}x, "
-                 f"app / bare ASGI one frame per loop turn {t['cpu_ratio_app_asgi_yield']}x; rate app / bare Channels {t['rate_ratio_app_channels']}x. "
-                 f"The bench client used {t['client_cpu_share']} of a core.")
-    c = r.get("concurrent")
-    if c:
-        L += ["", "## Concurrent conversations (100 tokens at 100 tokens/s per turn; baselines replay the recorded run at its pace)", "",
-              "| conversations | app first event p50 / p99 | bare Channels p50 / p99 | bare ASGI p50 / p99 | app first text p99 | app events/s | CPU per event app / Channels / ASGI | server / client CPU (cores) | SSE first event p50 / p99 |", "|---|---|---|---|---|---|---|---|---|"]
-        for level, row in c.items():
-            a, ch, b = row["app"], row["channels"], row["asgi"]
-            L.append(f"| {level} | {a['first_event_p50_ms']} / {a['first_event_p99_ms']} ms | {ch['first_event_p50_ms']} / {ch['first_event_p99_ms']} ms | {b['first_event_p50_ms']} / {b['first_event_p99_ms']} ms | {a['first_text_p99_ms']} ms | {a['events_per_s']} | {a['cpu_per_event_us']} / {ch['cpu_per_event_us']} / {b['cpu_per_event_us']} us | {a['server_cpu_share']} / {a['client_cpu_share']} | {a.get('sse', {}).get('first_event_p50_ms')} / {a.get('sse', {}).get('first_event_p99_ms')} ms |")
-    i = r.get("idle")
-    if i:
-        L += ["", f"## {i['sockets']} idle sockets (RSS delta of the server process)", "", "| | KiB per socket | RSS before -> after |", "|---|---|---|"]
-        for name, label in (("app", "app (token-authenticated)"), ("channels", "bare Channels"), ("asgi", "bare ASGI")):
-            x = i[name]
-            L.append(f"| {label} | {x['kib_per_socket']} | {x['rss_before_mib']} -> {x['rss_after_mib']} MiB |")
-    d = r.get("dbwrites")
-    if d:
-        L += ["", "## DB writes per 500-token turn", "",
-              "Writes are the turn's INSERT/UPDATE/DELETE statements; the process heartbeat (one UPDATE per "
-              "CHAT_HEARTBEAT_INTERVAL for all of its running runs, not per turn) is shown apart.", "",
-              "| turn | writes | all SQL statements | by table |", "|---|---|---|---|"]
-        for label, x in d.items():
-            L.append(f"| {label} ({x['turn_ms']} ms) | {x['db_writes']} (+{x['heartbeat_writes']} heartbeat) | {x['db_statements']} | {', '.join(f'{k}: {v}' for k, v in x['writes_by_table'].items())} |")
-    h = r.get("history")
-    if h:
-        L += ["", f"## Message 1 vs message 1,000 of one conversation ({h['prefilled_messages']} messages prefilled)", "",
-              "| | turn p50 | first event p50 | first text p50 | server CPU per turn | SQL per turn |", "|---|---|---|---|---|---|"]
-        for side in ("message_1", "message_100", "message_1000"):
-            x = h[side]
-            L.append(f"| {side.replace('_', ' ')} | {x['turn_p50_ms']} ms | {x['first_event_p50_ms']} ms | {x['first_text_p50_ms']} ms | {x['cpu_per_turn_ms']} ms | {x['db_statements_per_turn']} |")
-        L.append(f"\nRatios 1,000 / 1: turn {h['ratio_turn_p50']}x, CPU {h['ratio_cpu_per_turn']}x, first text {h['ratio_first_text_p50']}x. "
-                 f"Growth alone, 1,000 / 100 (both with a full {60}-message history window): turn {h['ratio_1000_100_turn_p50']}x, CPU {h['ratio_1000_100_cpu_per_turn']}x.")
-    x = r.get("redis")
-    if x:
-        a, b = x["owner_a"], x["follower_b"]
-        L += ["", "## Two processes over PostgreSQL + Redis (runs started on A, followed from B with chat.resume)", "",
-              f"{x['conversations']} conversations x {x['turns_each']} turns (`{x['message']}`): A delivered {a['events']} events, "
-              f"B relayed {b['events']}; B gaps {b['gaps']}, duplicates {b['duplicates']}, out of order {b['out_of_order']}, "
-              f"failed {b['failed']}, resync errors {b['resync_errors']}, streams differing from A {b['streams_differing_from_a']}. "
-              f"Relay lag B - A p50 {x['relay_lag_b_minus_a_p50_ms']} ms, p99 {x['relay_lag_b_minus_a_p99_ms']} ms. "
-              f"A first event p50 / p99 {a['first_event_p50_ms']} / {a['first_event_p99_ms']} ms; CPU per event A {a['cpu_per_event_us']} us, B {b['cpu_per_event_us']} us."]
-    return "\n".join(L) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1", help="smaller runs (< 2 min)")
     ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="run only these (repeatable)")
     ap.add_argument("--profile", action="store_true", help="cProfile (and py-spy, if found) the app during the throughput scenario")
     ap.add_argument("--py-spy", default=os.environ.get("PY_SPY") or shutil.which("py-spy"), help="py-spy binary for --profile")
+    ap.add_argument("--pg-url", help="redis scenario: PostgreSQL server URL to create its database through (BENCH_PG_URL)")
+    ap.add_argument("--pg-db", help="redis scenario: name of the database it creates and drops (BENCH_PG_DB)")
+    ap.add_argument("--redis-url", help="redis scenario: Redis URL with its DB number (BENCH_REDIS_URL, default DB 11)")
     args = ap.parse_args(argv)
+    for flag, var in ((args.pg_url, "BENCH_PG_URL"), (args.pg_db, "BENCH_PG_DB"), (args.redis_url, "BENCH_REDIS_URL")):
+        if flag:
+            os.environ[var] = flag
     chosen = args.scenario or list(SCENARIOS)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # 1,000 sockets on each side; children inherit
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
@@ -663,6 +714,7 @@ def main(argv: list[str] | None = None) -> int:
     runners: dict[str, Callable[[], Awaitable[None]]] = {
         "sequential": bench.sequential, "throughput": bench.throughput, "concurrent": bench.concurrent,
         "idle": bench.idle, "dbwrites": bench.dbwrites, "history": bench.history,
+        "peers": bench.peers, "servers": bench.servers_compare, "capacity": bench.capacity,
     }
     load: dict[str, float] = {}
     try:
@@ -702,6 +754,9 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / f"{stem}.md").write_text(md)
     print(md)
     log(f"wrote {out_dir / stem}.md and .json in {meta['duration_s']}s")
+    if stem == "latest":
+        readme_write(result)
+        log("README.md's Performance table regenerated from it")
     return 0
 
 

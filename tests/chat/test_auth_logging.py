@@ -32,7 +32,7 @@ def auth_log() -> Any:
 async def test_each_refusal_says_why(auth_log: list[str]) -> None:
     cases = [
         ({"token": "s3cret-not-a-token"}, "bad token"),
-        ({"headers": [(b"origin", b"http://evil.example")]}, "'http://evil.example' is not allowed: its host must be in ALLOWED_HOSTS"),
+        ({"headers": [(b"origin", b"http://evil.example")]}, "'http://evil.example' is not allowed: it must be this server's own origin"),
         ({"headers": [(b"origin", b"null")]}, "no Origin header"),
         ({"headers": []}, "no Origin header"),
         ({"headers": [(b"origin", b"ftp://testserver")]}, "is not an http(s) origin"),

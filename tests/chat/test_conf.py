@@ -44,7 +44,7 @@ def test_every_setting_is_typed_documented_and_castable() -> None:
     assert len(SPECS) >= 25
     for name, spec in SPECS.items():
         assert spec.help and spec.kind is not None, name
-        assert spec.cast in (str, int, float, bool), name
+        assert spec.cast in (str, int, float, bool, dict), name
 
 
 def test_provider_aliases_and_the_default_follow_the_key(bare: Any, monkeypatch: Any) -> None:

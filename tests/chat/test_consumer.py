@@ -37,7 +37,7 @@ async def test_offline_model_tool_round_trip_is_streamed_and_persisted(user: Any
     start = next(e for e in events if e["type"] == "tool_start")
     assert start["tool"] == "calculate" and start["input"] == {"expression": "12 * 7"}
     streamed = texts(events)
-    assert "[[tool:0]]" in streamed and "Offline model" in streamed
+    assert "[[tool:0]]" in streamed and "Offline model" not in streamed  # the tray badge names the model, not every reply
     payload = events[-1]["payload"]
     assert payload["message"] == streamed
     assert payload["tool_history"][0]["output"] == "12 * 7 = 84"
@@ -177,7 +177,7 @@ async def test_someone_elses_ids_look_missing(user: Any, other_user: Any, script
         ('{"type": "chat.nope"}', "unknown_type"),
         ('{"type": "websocket.disconnect"}', "unknown_type"),
         ('{"no": "type"}', "unknown_type"),
-        ('{"type": "chat.send", "message": "x"}', "bad_frame"),
+        ('{"type": "chat.send", "client_message_id": "", "message": "x"}', "bad_frame"),
         ('{"type": "chat.resume", "run_id": "r", "after_seq": -1}', "bad_frame"),
         ('{"type": "chat.send", "client_message_id": "a", "message": "x", "extra": 1}', "bad_frame"),
         ('{"type": "chat.send", "client_message_id": "a", "message": "\\ud800"}', "bad_frame"),

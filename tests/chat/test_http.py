@@ -12,7 +12,7 @@ from django.test import AsyncClient, Client
 from chat.models import Conversation, Message
 from chat.providers import scripted as s
 from tests.conftest import token_for
-from tests.protocol import check_wire
+from tests.protocol import check_http, check_wire
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,6 +88,32 @@ async def test_sse_resume_with_last_event_id_and_cancel(user: Any, scripted: Any
     assert "".join(e.get("text", "") for _, e in events) == "ab"
 
 
+async def test_sse_resume_after_the_terminal_event_is_204(user: Any, other_user: Any, scripted: Any) -> None:
+    scripted.enqueue(s.text("done"))
+    headers = await auth_headers(user)
+    client = TokenClient(headers)
+    response = await client.post("/api/chat/stream", {"client_message_id": "e1", "message": "hi"}, content_type="application/json")
+    events = parse_sse([c async for c in response.streaming_content])
+    run_id, last = events[-1][1]["run_id"], events[-1][1]["seq"]
+    assert events[-1][1]["type"] == "complete"
+    url = f"/api/chat/runs/{run_id}/events"
+    for seq in (last, last + 5):  # at or past the terminal event: nothing will ever come, so no stream at all
+        r = await client.get(url, headers={"Last-Event-ID": f"{run_id}:{seq}"})
+        assert r.status_code == 204 and r.content == b""
+    r = await client.get(url, headers={"Last-Event-ID": f"{run_id}:{last - 1}"})  # one before: the terminal event again
+    assert r.status_code == 200 and [e for _, e in parse_sse([c async for c in r.streaming_content])] == [events[-1][1]]
+    r = await client.get(f"{url}?last_event_id={run_id}:{last}")
+    assert r.status_code == 204
+    for bad in ("7", f"{run_id}:", f"{run_id}:x", f"{run_id}:-1", "00000000-0000-0000-0000-000000000000:3", f"{run_id}:{'9' * 30}"):
+        r = await client.get(url, headers={"Last-Event-ID": bad})
+        assert r.status_code == 400, bad
+        check_http(400, r.content)
+        assert r.json()["code"] == "bad_frame"
+    other = TokenClient(await auth_headers(other_user))  # someone else's run: the same 404 as a missing one
+    r = await other.get(url, headers={"Last-Event-ID": f"{run_id}:{last}"})
+    assert r.status_code == 404 and r.json()["code"] == "not_found"
+
+
 async def test_sse_refusals(user: Any, other_user: Any, scripted: Any) -> None:
     anon = AsyncClient()
     r = await anon.post("/api/chat/stream", {"client_message_id": "x", "message": "hi"}, content_type="application/json")
@@ -120,6 +146,20 @@ def test_rest_chat_returns_the_final_response(user: Any, scripted: Any) -> None:
                          "conversation_id", "message_id", "run_id", "usage"}
     assert "diagnostics" not in body
     assert Message.objects.get(pk=body["message_id"]).content == "Hi! "
+
+
+def test_reloaded_history_carries_diagnostics_for_staff_only(user: Any, scripted: Any, django_user_model: Any) -> None:
+    staff = django_user_model.objects.create_user(username="sam", password="pw", is_staff=True)
+    for who, expect_diagnostics in ((user, False), (staff, True)):
+        scripted.enqueue(s.text("answer"))
+        client = Client(headers={"Authorization": f"Token {token_for(who)}"})
+        cid = client.post("/api/chat", {"client_message_id": f"d-{who.pk}", "message": "hi"}, content_type="application/json").json()["conversation_id"]
+        user_msg, answer = client.get(f"/api/conversations/{cid}/").json()["messages"]
+        assert user_msg["diagnostics"] is None
+        if expect_diagnostics:
+            assert {"model", "usage", "system_prompt"} <= set(answer["diagnostics"]), answer["diagnostics"]
+        else:
+            assert answer["diagnostics"] is None
 
 
 def test_rest_conversations_crud_is_owner_scoped(user: Any, other_user: Any, scripted: Any) -> None:

@@ -11,7 +11,7 @@ from django.core import signing
 
 from chat.actions import action_token_sign
 from chat.agent.types import ToolProgress, ToolResult
-from chat.models import Message, PendingApproval, Run, ToolCall
+from chat.models import ActionStat, Message, PendingApproval, Run, ToolCall
 from chat.providers import scripted as s
 from pages.registry import ClientAction, PageSpec, ServerAction, ServerActionResult, TabSpec, registry as pages
 from payloads.registry import registry as payloads
@@ -315,9 +315,26 @@ async def test_server_action_valid_token_runs_once(user: Any, page: Any, scripte
     events = [first, *await ws.until_terminal()]
     assert events[-1]["payload"]["message"] == "Did x." and len(scripted.requests) == 1  # no model call
     assert [{"action": "do_thing", "data": {"what": "x"}, "user": user.pk}] == EXECUTED
-    replay = await _act(ws, conv, token)
-    assert replay["code"] == "action_rejected" and len(EXECUTED) == 1
+    assert events[-1]["payload"]["action_result"] == {"action": "do_thing", "status": "succeeded", "refresh": False}
+    # a second click is answered in the conversation (with a Close button), and nothing runs again
+    replay = await _refused(ws, conv, token)
+    assert "already used" in replay["message"] and len(EXECUTED) == 1
+    stat = await ActionStat.objects.aget(action="do_thing")
+    assert (stat.clicked, stat.succeeded, stat.rejected, stat.failed) == (2, 1, 1, 0)
     await ws.close()
+
+
+async def _refused(ws: Any, conv: int, token: str | None, data: Any = None, action: str = "do_thing") -> dict[str, Any]:
+    """The answer to a click that may not run: a normal turn, no model call, a reason and a Close button."""
+    first = await _act(ws, conv, token, data, action)
+    assert first["type"] == "status", first
+    events = [first, *await ws.until_terminal()]
+    payload = events[-1]["payload"]
+    assert events[-1]["type"] == "complete"
+    assert payload["action_result"] == {"action": action, "status": "rejected", "refresh": False}
+    assert payload["suggested_actions"] == [{"label": "Close", "action": "close", "handler": "client", "style": "secondary"}]
+    assert payload["message"].endswith("Nothing was done.") or payload["message"].endswith("Nothing was done again.")
+    return payload
 
 
 async def test_server_action_bad_tokens_rejected_and_nothing_runs(user: Any, other_user: Any, page: Any, scripted: Any, settings: Any) -> None:
@@ -334,13 +351,19 @@ async def test_server_action_bad_tokens_rejected_and_nothing_runs(user: Any, oth
         "other user": (await sign(user_id=other_user.pk, conversation_id=conv, action="do_thing", data={"what": "x"}), {"what": "x"}),
         "forged": (signing.dumps({"u": user.pk, "c": conv, "a": "do_thing", "h": "0", "n": "n"}, salt="wrong", compress=True), {"what": "x"}),
     }
+    reasons = {}
     for name, (token, data) in cases.items():
-        answer = await _act(ws, conv, token, data)
-        assert answer["type"] == "error" and answer["code"] == "action_rejected", name
+        reasons[name] = (await _refused(ws, conv, token, data))["message"]
+    assert "not offered by the server" in reasons["missing"]
+    assert "altered" in reasons["altered"] and "altered" in reasons["forged"]
+    assert "data was changed" in reasons["other data"]
+    assert "another conversation" in reasons["other conversation"] and "another conversation" in reasons["other user"]
     settings.CHAT_ACTION_TOKEN_MAX_AGE = -1
-    assert (await _act(ws, conv, good))["code"] == "action_rejected"  # expired
+    assert "expired" in (await _refused(ws, conv, good))["message"]
     assert EXECUTED == []
-    assert await Message.objects.filter(interaction_type="action_executed").acount() == 0
+    assert len(scripted.requests) == 2  # the two conversations' greetings: no refusal reached the model
+    # the clicks are stored as the user's turns (the conversation shows them), answered without running
+    assert await Message.objects.filter(interaction_type="action_executed").acount() == len(cases) + 1
     await ws.close()
 
 
@@ -348,7 +371,13 @@ async def test_server_action_unknown_action_rejected(user: Any, page: Any, scrip
     ws, _ = await ws_connect(user)
     conv = await _conversation(ws, scripted)
     token = await database_sync_to_async(action_token_sign)(user_id=user.pk, conversation_id=conv, action="drop_db", data={})
-    assert (await _act(ws, conv, token, {}, action="drop_db"))["code"] == "action_rejected"
+    answer = await _refused(ws, conv, token, {}, action="drop_db")
+    assert answer["message"] == "Unknown action: drop_db. Nothing was done."
+    # a client built from the specs sends no conversation and no token: answered too, never run
+    await ws.send({"message": "Accept", "context": CTX, "interaction_type": "action_executed",
+                   "action_metadata": {"action_identifier": "do_thing", "action_data": {"what": "x"}}, "conversation_history": []})
+    events = await ws.until_terminal()
+    assert events[-1]["payload"]["action_result"]["status"] == "rejected" and EXECUTED == []
     await ws.close()
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from django.middleware.csp import ContentSecurityPolicyMiddleware
 from django.template import Context, RequestContext, Template
 from django.test import RequestFactory
 
+pytestmark = pytest.mark.django_db  # the tag reads the page's group restriction (staff may set one in the admin)
 TAG = Template('{% load chat_tags %}{% chat_tray page="reports" %}')
 SCRIPT = re.compile(r'<script type="module" src="/static/chat/tray\.js"([^>]*)></script>')
 

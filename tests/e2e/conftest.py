@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.protocol import ProtocolViolation, check_wire
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -187,6 +190,7 @@ def start_live_server(e2e_dir: Path, demo_db: Path) -> Iterator[Callable[..., Li
             log.close()
             server = LiveServer(name, f"http://127.0.0.1:{port}", db_path, log_path, proc)
             servers.append(server)
+            FRAMES.product_ports.add(port)
             try:
                 wait_until_ready(server)
             except RuntimeError:
@@ -219,12 +223,71 @@ def hostile_server(start_live_server: Callable[..., LiveServer]) -> LiveServer:
     return start_live_server("hostile", CHAT_PROVIDER="tests.e2e.hostile_provider.HostileProvider", CHAT_OFFLINE_DELAY="0.005")
 
 
+@dataclass
+class FrameCheck:
+    """Every websocket frame a browser receives from a live product server, validated against the protocol schema."""
+
+    product_ports: set[int] = field(default_factory=set)
+    validated: int = 0
+    violations: list[str] = field(default_factory=list)
+
+    def received(self, url: str, payload: str | bytes) -> None:
+        if urllib.parse.urlsplit(url).port not in self.product_ports:
+            return  # a test's own scripted protocol server may send broken frames on purpose
+        try:
+            check_wire(payload)
+            self.validated += 1
+        except ProtocolViolation as exc:
+            self.violations.append(f"{url}: {exc}")
+
+    def watch(self, page: Any) -> None:
+        page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: self.received(ws.url, payload)))
+
+
+FRAMES = FrameCheck()
+
+
+@pytest.fixture(autouse=True)
+def _frames_valid() -> Iterator[None]:
+    """Fail a browser test whose pages received a frame the published schema does not allow."""
+    FRAMES.violations.clear()
+    yield
+    assert not FRAMES.violations, FRAMES.violations[:5]
+
+
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    """One browser per module: another module's own sync_playwright must not overlap with this one."""
+    """One browser per module: another module's own sync_playwright must not overlap with this one.
+    Every page of every context it makes has its websocket frames checked (FRAMES)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        new_context = browser.new_context
+
+        def watched_context(*args: Any, **kwargs: Any) -> Any:
+            context = new_context(*args, **kwargs)
+            context.on("page", FRAMES.watch)
+            return context
+
+        browser.new_context = watched_context
         yield browser
         browser.close()
+
+
+CSP_LISTENER = (
+    "window.__csp = []; document.addEventListener('securitypolicyviolation', "
+    "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI))"
+)
+
+
+def watched_page(context: Any, timeout_ms: int = 15_000) -> Any:
+    """A new page of `context` that records its script errors (`page.errors`) and CSP violations (`window.__csp`)."""
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.errors = errors
+    page.add_init_script(CSP_LISTENER)
+    return page

@@ -535,6 +535,19 @@ def _make_http_handler(server: FakeProtocolServer) -> type[BaseHTTPRequestHandle
                 )
                 self._send(200, html.encode(), "text/html; charset=utf-8", {"Content-Security-Policy": csp})
 
+        def do_PATCH(self) -> None:
+            """Marking a message (feedback, a proposal's outcome) or renaming a conversation: accepted, echoed."""
+            self._record()
+            path = urlsplit(self.path).path
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self.headers.get("X-CSRFToken") != "test-csrf-token":
+                self._json(403, {"detail": "CSRF Failed"})
+            elif m := re.fullmatch(r"/api/(messages|conversations)/(\d+)/", path):
+                self._json(200, {"id": int(m.group(2)), **body})
+            else:
+                self._json(404, {"detail": "Not found."})
+
         def do_DELETE(self) -> None:
             self._record()
             m = re.fullmatch(r"/api/conversations/(\d+)/", urlsplit(self.path).path)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, WebSocketRoute, expect
 
-from .conftest import ROOT, LiveServer
+from .conftest import ROOT, LiveServer, watched_page
 from .hostile_provider import REMOTE_FRAME, REMOTE_IMAGE, REMOTE_IMAGE_2
 
 pytestmark = pytest.mark.e2e
@@ -25,10 +25,6 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 WIDE = {"width": 1366, "height": 900}
 NARROW = {"width": 390, "height": 844}
 TIMEOUT_MS = 15_000
-CSP_LISTENER = (
-    "window.__csp = []; document.addEventListener('securitypolicyviolation', "
-    "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI))"
-)
 
 # Remembers every text the connection banner showed (it is up only while the socket reconnects).
 CONNECTION_RECORDER = """
@@ -127,13 +123,7 @@ def open_page(chromium: Browser) -> Iterator[Callable[..., Page]]:
         log_offsets.setdefault(server.name, (server, server.log_size()))
         context = chromium.new_context(viewport=viewport, storage_state=login(chromium, server, user))
         contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        page.errors = errors  # type: ignore[attr-defined]
-        page.add_init_script(CSP_LISTENER)
+        page = watched_page(context, TIMEOUT_MS)
         page.add_init_script(CONNECTION_RECORDER)
         if goto:
             page.goto(server.url + path)
@@ -233,7 +223,8 @@ def test_home_create_stream_flow_server_and_client_actions(open_page: Callable[.
     expect(page.locator(".chat-bubble--user")).to_have_text("Help me create a research stream")
     expect(chips(page)).to_have_text(["Oncology", "Cardiology", "Neurology", "Immunology"])
     wait_idle(page)
-    expect(page.locator(".chat-badge--offline")).to_have_text("offline model")  # the header says which model answers
+    expect(page.locator(".chat-badge--offline")).to_have_text("Offline model")  # the header says which model answers, once
+    assert "Offline model" not in page.locator(".chat-log").inner_text()
     shot(page, "01_home_chips")
 
     # A chip sends its value as value_selected; the form payload opens in the floating panel.
@@ -247,7 +238,7 @@ def test_home_create_stream_flow_server_and_client_actions(open_page: Callable[.
     shot(page, "02_home_form_panel")
 
     # Server action: the signed button goes back over the socket and the page's handler creates the stream.
-    actions(page).get_by_role("button", name="Create stream").click()
+    actions(page).get_by_role("button", name="Accept & Create stream").click()
     reply = final_messages(page).last
     expect(reply).to_contain_text("Created Oncology Intelligence")
     wait_idle(page)
@@ -346,7 +337,16 @@ def test_edit_stream_semantic_and_retrieval_proposals(open_page: Callable[..., P
     # Accepting fills the form only; the stream is saved when the user saves the form.
     assert site_server.query("SELECT purpose FROM pagechat_demo_researchstream WHERE id = ?", sid)[0][0] == purpose_before
 
+    # Leaving the tab with the accepted, unsaved changes asks first; staying keeps them.
+    questions: list[str] = []
+    page.once("dialog", lambda d: (questions.append(d.message), d.dismiss()))
+    page.locator("#tab-retrieval").click()
+    expect(page).to_have_url(re.compile(r"\?tab=semantic$"))
+    assert questions == ["This tab has unsaved changes. Leave without saving them?"]
+    expect(page.locator("#field-purpose")).to_have_value("Track advances in tumor microenvironment")
+
     # Retrieval tab (a navigation: the tray keeps the conversation). Reject first: nothing changes.
+    page.once("dialog", lambda d: d.accept())
     page.locator("#tab-retrieval").click()
     expect(page).to_have_url(re.compile(r"\?tab=retrieval$"))
     expect(page.locator(".chat-tray")).to_be_visible()
@@ -381,12 +381,14 @@ def test_edit_stream_semantic_and_retrieval_proposals(open_page: Callable[..., P
     panel(page).get_by_role("button", name="Accept").click()
     expect(page.locator("#page-notice")).to_have_text("Open the semantic tab to apply this proposal.")
     expect(panel(page)).to_be_visible()  # still open: the user can switch tabs or reject it
-    expect(schema_reply.locator(".chat-payload-outcome")).to_have_count(0)
+    # its outcome is still the one from the first Accept on its own tab (outcomes are stored with the message)
+    expect(schema_reply.locator(".chat-payload-outcome")).to_have_text("accepted")
     expect(page.locator("#field-queries")).to_have_value("tumor microenvironment AND clinical trial\ntumor microenvironment biomarker")
     panel(page).get_by_role("button", name="Close panel").click()
     expect(panel(page)).to_be_hidden()
 
     # Presentation tab: categories.
+    page.once("dialog", lambda d: d.accept())  # the accepted queries were not saved: leave anyway
     page.locator("#tab-presentation").click()
     expect(page).to_have_url(re.compile(r"\?tab=presentation$"))
     expect(final_messages(page)).to_have_count(2)
@@ -465,7 +467,7 @@ def test_stop_marks_partial_reply_and_cancels_the_run(open_page: Callable[..., P
     open_tray(page)
     send(page, "hello there, tell me what you can do")
     streaming = page.locator(".chat-bubble--streaming")
-    expect(streaming).to_contain_text("Offline model")
+    expect(streaming).to_contain_text("the offline model")
     stop = page.get_by_role("button", name="Stop generating")
     expect(stop).to_be_visible()
     stop.click()
@@ -486,7 +488,7 @@ def test_stop_marks_partial_reply_and_cancels_the_run(open_page: Callable[..., P
 
     # The conversation takes a new turn at once (the cancelled run no longer holds it), which can be stopped too.
     send(page, "hi")
-    expect(streaming).to_contain_text("Offline model")
+    expect(streaming).to_contain_text("the offline model")
     page.get_by_role("button", name="Stop generating").click()
     expect(final_messages(page)).to_have_count(2)
     expect(final_messages(page).last.locator(".chat-tag--stopped")).to_be_visible()
@@ -512,7 +514,7 @@ def test_reconnect_mid_stream_resumes_without_duplicates(open_page: Callable[...
     proxy.hold_types = {"complete"}  # look at the streamed text before the final message replaces it
     send(page, "hello again, what can you do here")
     streaming = page.locator(".chat-bubble--streaming")
-    expect(streaming).to_contain_text("You said")
+    expect(streaming).to_contain_text("I'm the offline model")
     assert "complete" not in proxy.held_types()  # still streaming when the connection drops
     proxy.cut()
 
@@ -542,9 +544,9 @@ def test_reconnect_mid_stream_resumes_without_duplicates(open_page: Callable[...
     expect(reply.locator(".chat-bubble")).to_be_visible()
     wait_idle(page)
     assert normalize(reply.locator(".chat-bubble").inner_text()) == expected
-    assert page.locator(".chat-log").inner_text().count("You said:") == 1
+    assert page.locator(".chat-log").inner_text().count("I'm the offline model") == 1
     expect(final_messages(page)).to_have_count(1)
-    expect(page.locator(".chat-connection")).to_be_hidden()
+    expect(page.locator(".chat-connection:not(.chat-offline)")).to_be_hidden()
     shot(page, "14_reconnected_final")
     assert_clean(page)
 
@@ -564,7 +566,8 @@ def wait_for(page: Page, check: Callable[[], Any], what: str, timeout: float = T
 # ---- 9: hostile model output executes, loads and navigates nothing --------------------------------------
 
 
-FORBIDDEN_IN_MESSAGES = "script, img, iframe, frame, object, embed, style, link, svg, math, form, input, base, meta, [onerror], [onload], [onmouseover], [ontoggle], [style], [srcdoc]"
+# (the tray's own icons are svg.chat-icon, built by the tray; model output never yields an svg at all)
+FORBIDDEN_IN_MESSAGES = "script, img, iframe, frame, object, embed, style, link, svg:not(.chat-icon), math, form, input, base, meta, [onerror], [onload], [onmouseover], [ontoggle], [style], [srcdoc]"
 
 
 def assert_inert(page: Page) -> None:
@@ -661,7 +664,8 @@ def test_keyboard_offline_note_and_escape(open_page: Callable[..., Page], site_s
     expect(page.locator(".chat-tray")).to_be_visible()
     box = page.get_by_label("Message")
     expect(box).to_be_focused()
-    expect(page.locator(".chat-offline-note")).to_have_text("Offline demo model — no API key configured")
+    expect(page.locator(".chat-badge--offline")).to_have_text("Offline model")  # named once, in the header
+    expect(page.locator(".chat-offline-note")).to_have_count(0)
     expect(page.locator(".chat-welcome")).to_contain_text("reports page")
     shot(page, "18_welcome_offline_note")
     page.keyboard.type("first line")
@@ -672,7 +676,7 @@ def test_keyboard_offline_note_and_escape(open_page: Callable[..., Page], site_s
     expect(page.locator(".chat-bubble--user")).to_have_text("first line\nsecond line")
     expect(box).to_have_value("")
     reply = final_messages(page).last
-    expect(reply).to_contain_text("You said")
+    expect(reply).to_contain_text("I'm the offline model")
     wait_idle(page)
     # Chips are real buttons: Enter on a focused chip sends it.
     chip = chips(page).first
@@ -722,6 +726,13 @@ def test_staff_diagnostics_view(open_page: Callable[..., Page], site_server: Liv
     prompt.locator("summary").click()
     expect(prompt.locator("pre")).to_contain_text("Lung Cancer Immunotherapy Monitor")  # the page's context builder
     shot(page, "21_staff_diagnostics")
+    # after a reload the answer comes from REST: its diagnostics come with it
+    page.reload()
+    expect(page.locator(".chat-tray")).to_be_visible()  # the tray stays open across a reload
+    reloaded = final_messages(page).last
+    reloaded.get_by_role("button", name="Diagnostics").click()
+    expect(panel(page).locator(".chat-panel__title")).to_have_text("Diagnostics")
+    expect(panel(page).locator("details.chat-diagnostics__section > summary").first).to_be_visible()
     assert_clean(page)
 
 
@@ -745,7 +756,7 @@ def test_navigation_mid_stream_follows_the_run_on_the_next_page(open_page: Calla
     page = open_page(slow_server, "/")
     open_tray(page)
     send(page, "hello, what is on this page")
-    expect(page.locator(".chat-bubble--streaming")).to_contain_text("You said")
+    expect(page.locator(".chat-bubble--streaming")).to_contain_text("I'm the offline model")
     conversation = conversation_id(page)
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Reports").click()
     expect(page).to_have_url(f"{slow_server.url}/reports/")
@@ -759,7 +770,7 @@ def test_navigation_mid_stream_follows_the_run_on_the_next_page(open_page: Calla
         "SELECT m.content FROM pagechat_run r JOIN pagechat_message m ON m.id = r.assistant_message_id "
         "WHERE r.conversation_id = ? AND r.status = 'completed'", conversation)[0]
     assert normalize(reply.locator(".chat-bubble").inner_text()) == normalize(content.replace("**", ""))
-    assert page.locator(".chat-log").inner_text().count("You said:") == 1
+    assert page.locator(".chat-log").inner_text().count("I'm the offline model") == 1
     expect(final_messages(page)).to_have_count(1)
     assert conversation_id(page) == conversation
     assert_clean(page)

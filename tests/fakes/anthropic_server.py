@@ -112,6 +112,9 @@ class MessageBuilder:
             self._open = False
 
 
+TITLE_REQUEST = "Write a title of at most six words"  # chat.turns.titles.TITLE_PROMPT's opening
+
+
 def text_response(*chunks: str, pace: float = 0.0, input_tokens: int = 12) -> Scenario:
     """A text answer streamed in `chunks`, `pace` seconds apart."""
     return MessageBuilder(input_tokens=input_tokens, pace=pace).text(*chunks).end("end_turn")
@@ -322,6 +325,10 @@ class FakeAnthropicServer:
         if req.path != "/v1/messages" or req.method != "POST":
             return await self._send_scenario(writer, reader, req,
                                              http_error(404, "not_found_error", f"no route {req.method} {req.path}"))
+        if isinstance(req.body, dict) and TITLE_REQUEST in json.dumps(req.body.get("system", "")):
+            # the product's own title call after a conversation's first answer: answered apart, so it neither
+            # takes a test's scripted answer nor shows among the turn's requests
+            return await self._send_scenario(writer, reader, req, text_response("Fake", " title"))
         with self._lock:
             self.requests.append(req)
             scenario = self._queue.popleft() if self._queue else self.default

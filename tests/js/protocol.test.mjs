@@ -53,6 +53,12 @@ describe("frames", () => {
     assert.deepEqual(c.action_metadata, { action_identifier: "save", token: "t" });
   });
 
+  test("chat.send names attachments only when there are some", () => {
+    assert.deepEqual(chatSendFrame({ message: "see", attachments: ["a1", "b2"] }).attachments, ["a1", "b2"]);
+    assert.equal("attachments" in chatSendFrame({ message: "see", attachments: [] }), false);
+    assert.equal("attachments" in chatSendFrame({ message: "see" }), false);
+  });
+
   test("uuid4 is RFC 4122 version 4", () => {
     for (let i = 0; i < 50; i += 1) assert.match(uuid4(), UUID4);
   });

@@ -418,3 +418,57 @@ def test_pydantic_and_factory_validators() -> None:
 def test_non_json_constants_are_invalid() -> None:
     parsed = parse_blocks([Extracted("SCHEMA_PROPOSAL:", '{"proposed_changes": {"x": NaN}}')], SPECS)
     assert parsed.payloads == [] and "NaN" in parsed.errors[0]["error"]
+
+
+# ---- the specs' line formats for suggestions (a fallback to JSON) -------------------------------
+
+from payloads.parsing import BUILTIN_MARKERS, parse_actions_line, parse_values_line  # noqa: E402
+
+LINE_TEXT = (
+    "Sure.\nSUGGESTED_VALUES: Yes, No, Tell me more\n"
+    'SUGGESTED_ACTIONS: Accept & Create|create_stream|server|primary|{"stream_name":"a;b|c"}; Close|close|client|secondary\n'
+    "bye"
+)
+
+
+def test_line_format_blocks_are_hidden_and_parsed() -> None:
+    shown, blocks = extract_blocks(LINE_TEXT, MARKERS, BUILTIN_MARKERS)
+    assert shown == "Sure.\n\n\nbye"
+    assert [b.line for b in blocks] == [True, True]
+    parsed = parse_blocks(blocks, {})
+    assert parsed.errors == []
+    assert [(v.label, v.value) for v in parsed.suggested_values] == [("Yes", "Yes"), ("No", "No"), ("Tell me more", "Tell me more")]
+    first, close = parsed.suggested_actions
+    assert (first.label, first.action, first.handler, first.style, first.data) == (
+        "Accept & Create", "create_stream", "server", "primary", {"stream_name": "a;b|c"})
+    assert (close.action, close.handler, close.style, close.data) == ("close", "client", "secondary", None)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_line_format_any_split_matches_one_shot(data: st.DataObject) -> None:
+    one_shot = extract_blocks(LINE_TEXT, MARKERS, BUILTIN_MARKERS)
+    f = MarkerStreamFilter(MARKERS, BUILTIN_MARKERS)
+    chunks = [f.feed(d) for d in split(data, LINE_TEXT)] + [f.close()]
+    assert ("".join(chunks), f.extracted) == one_shot
+
+
+def test_line_format_is_off_unless_asked_and_json_still_wins() -> None:
+    assert extract_blocks("SUGGESTED_VALUES: none.", MARKERS) == ("SUGGESTED_VALUES: none.", [])
+    shown, blocks = extract_blocks('SUGGESTED_VALUES: ["a"] ok', MARKERS, BUILTIN_MARKERS)
+    assert (shown, blocks) == (" ok", [Extracted("SUGGESTED_VALUES:", '["a"]')])
+    # a payload marker never takes a line: it stays text
+    assert extract_blocks("SCHEMA_PROPOSAL: soon", MARKERS, BUILTIN_MARKERS) == ("SCHEMA_PROPOSAL: soon", [])
+    # the line must start on the marker's own line
+    assert extract_blocks("SUGGESTED_VALUES:\nYes, No", MARKERS, BUILTIN_MARKERS) == ("SUGGESTED_VALUES:\nYes, No", [])
+    # an unterminated line at the end of the stream is still a block
+    assert extract_blocks("x SUGGESTED_VALUES: a, b", MARKERS, BUILTIN_MARKERS)[1] == [Extracted("SUGGESTED_VALUES:", "a, b", True)]
+
+
+def test_line_format_bad_items_are_reported_not_shown() -> None:
+    assert parse_values_line(" , a ,, b ") == [{"label": "a", "value": "a"}, {"label": "b", "value": "b"}]
+    assert parse_actions_line("Go|navigate|client||not json") == [{"label": "Go", "action": "navigate", "handler": "client"}]
+    parsed = parse_blocks([Extracted("SUGGESTED_ACTIONS:", "only|two; Ok|close|client", True),
+                           Extracted("SUGGESTED_VALUES:", " , ", True)], {})
+    assert [a.action for a in parsed.suggested_actions] == ["close"]
+    assert [e["marker"] for e in parsed.errors] == ["SUGGESTED_ACTIONS:", "SUGGESTED_VALUES:"]

@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
+import websockets
 
 from tests.fakes.anthropic_server import error_mid_stream, overloaded, rate_limited, stall, text_response
 from tests.protocol import check_wire
@@ -362,10 +363,19 @@ async def test_fuzzed_frames_against_real_daphne(cluster: Cluster, seed: int) ->
             payload = '{"type":"chat.send","client_message_id":"d","message":"x","context":' + '{"a":' * depth + "1" + "}" * depth + "}"
         else:
             payload = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
-        await ann.ws.send(payload)
+        try:
+            await ann.ws.send(payload)
+        except websockets.ConnectionClosed:
+            pass  # a huge frame: the server closed while it was still being written; its too_large is read below
         sent += 1
         reply = await ann.recv(10)
         assert reply["type"] == "error" and "seq" not in reply and reply["code"] != "internal", (payload[:200], reply)
+        if len(payload) > 64 * 1024:  # over CHAT_MAX_FRAME_BYTES: too_large, then the server closes with 1009
+            assert reply["code"] == "too_large", reply
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(ann.ws.recv(), 10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+            await ann.connect("A")
     assert len(db_state_sql(cluster.dsn).messages) == before
     # both processes still serve, and bob never saw any of it
     await bob.send({"type": "chat.resume", "run_id": str(uuid.uuid4()), "after_seq": 0})

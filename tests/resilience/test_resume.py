@@ -199,9 +199,13 @@ async def test_outside_the_retained_window_the_client_is_told_to_resync(user: An
     assert [m["role"] for m in detail["messages"]] == ["user", "assistant"]
     assert detail["messages"][1]["content"] == trace.text == "kept in the database"
     # SSE says the same with Last-Event-ID
-    r = await client.get(f"/api/chat/runs/{trace.run_id}/events", headers={"Authorization": f"Token {token}", "Last-Event-ID": f"{trace.run_id}:3"})
+    r = await client.get(f"/api/chat/runs/{trace.run_id}/events", headers={"Authorization": f"Token {token}", "Last-Event-ID": f"{trace.run_id}:1"})
     events = parse_sse(b"".join([c async for c in r.streaming_content]))
     assert [e["code"] for _, e in events] == ["resync"]
+    # ... and a client that already has the terminal event is told there is nothing more (204: EventSource stops)
+    r = await client.get(f"/api/chat/runs/{trace.run_id}/events",
+                         headers={"Authorization": f"Token {token}", "Last-Event-ID": f"{trace.run_id}:{trace.last_seq}"})
+    assert r.status_code == 204
     FIGURES.trial("inprocess_resync")
     await ws.close()
 

@@ -96,3 +96,18 @@ def test_where_used_names_pages_tabs_and_subtabs() -> None:
     reg.register(PageSpec(name="p", tools=("t",), tabs={"a": TabSpec("a", tools=("t",), payloads=("x",), subtabs={"s": TabSpec("s", tools=("t",))})}))
     assert reg.where_used(tool="t") == ["p", "p/a", "p/a/s"]
     assert reg.where_used(payload="x") == ["p/a"] and reg.where_used(tool="nope") == []
+
+
+@pytest.mark.django_db
+def test_admin_shows_per_action_success_rates(admin_client: Any) -> None:
+    from chat.models import ActionStat, action_stat_count
+
+    for fields in (("offered",), ("offered",), ("offered",), ("offered",), ("clicked", "rejected"), ("clicked",),
+                   ("clicked",), ("clicked",), ("succeeded",), ("succeeded",), ("failed",)):
+        action_stat_count(page="reports", action="execute_search", fields=fields)
+    stat = ActionStat.objects.get(page="reports", action="execute_search")
+    assert (stat.offered, stat.clicked, stat.succeeded, stat.failed, stat.rejected) == (4, 4, 2, 1, 1)
+    page = admin_client.get("/admin/pagechat/actionstat/").content.decode()
+    assert "execute_search" in page and "success rate" in page.lower()
+    assert "67%" in page  # 2 of the 3 clicks that ran
+    assert "100%" in page  # clicked / offered

@@ -4,7 +4,8 @@
  * server actions go back over the socket with their signed token.
  */
 import { findClientAction, registerBuiltinClientAction } from "./registry.js";
-import { isSameOriginPath, isSameOriginUrl } from "./dom.js";
+import { copyText, isSameOriginPath, isSameOriginUrl } from "./dom.js";
+import { gettext, interpolate } from "./i18n.js";
 
 const HIGHLIGHT_MS = 3000;
 
@@ -12,9 +13,9 @@ const BUILTINS = {
   close(data, { tray }) {
     tray.close();
   },
+  // Cancel discards the proposal on screen, never the conversation (the tray stays open).
   cancel(data, { tray }) {
-    tray.reset();
-    tray.close();
+    tray.discardProposal();
   },
   restart(data, { tray }) {
     tray.newConversation();
@@ -22,14 +23,14 @@ const BUILTINS = {
   navigate(data, { tray }) {
     // Only same-origin relative paths: a model must not be able to send users elsewhere.
     const route = data?.route;
-    if (!isSameOriginPath(route)) throw new ActionError("Refusing to navigate outside this site.");
+    if (!isSameOriginPath(route)) throw new ActionError(gettext("Refusing to navigate outside this site."));
     window.location.assign(route);
   },
   async copy(data, { tray }) {
     const text = data?.text;
-    if (typeof text !== "string") throw new ActionError("Nothing to copy.");
-    await copyText(text);
-    tray.notice("Copied to clipboard.");
+    if (typeof text !== "string") throw new ActionError(gettext("Nothing to copy."));
+    if (!(await copyText(text))) throw new ActionError(gettext("Could not copy to the clipboard."));
+    tray.notice(gettext("Copied to clipboard."));
   },
   highlight(data) {
     let el = null;
@@ -38,13 +39,13 @@ const BUILTINS = {
     } catch {
       el = null; // an invalid selector is the model's mistake, not a crash
     }
-    if (!el) throw new ActionError("Nothing to highlight on this page.");
+    if (!el) throw new ActionError(gettext("Nothing to highlight on this page."));
     el.classList.add("chat-highlight");
     el.scrollIntoView({ block: "center", behavior: "smooth" });
     setTimeout(() => el.classList.remove("chat-highlight"), HIGHLIGHT_MS);
   },
   download(data) {
-    if (!isSameOriginUrl(data?.url)) throw new ActionError("Refusing to download from another site.");
+    if (!isSameOriginUrl(data?.url)) throw new ActionError(gettext("Refusing to download from another site."));
     const link = document.createElement("a");
     link.href = data.url;
     link.download = typeof data.filename === "string" ? data.filename : "";
@@ -77,7 +78,7 @@ export async function runSuggestedAction(action, tray) {
   }
   const fn = findClientAction(action.action);
   if (!fn) {
-    tray.notice(`Unknown action: ${action.action}`, "error");
+    tray.notice(interpolate(gettext("Unknown action: %(action)s"), { action: action.action }), "error");
     return;
   }
   const ctx = {
@@ -93,24 +94,7 @@ export async function runSuggestedAction(action, tray) {
       tray.notice(err.message, "error"); // an expected refusal, not a bug
     } else {
       console.error(`chat tray: client action ${action.action} failed`, err);
-      tray.notice(`Action "${action.label}" failed.`, "error");
+      tray.notice(interpolate(gettext("Action “%(label)s” failed."), { label: action.label }), "error");
     }
-  }
-}
-
-async function copyText(text) {
-  try {
-    await navigator.clipboard.writeText(text);
-  } catch {
-    // Clipboard API needs a secure context and focus; fall back to the old selection trick.
-    const area = document.createElement("textarea");
-    area.value = text;
-    area.setAttribute("readonly", "");
-    area.className = "chat-offscreen";
-    document.body.append(area);
-    area.select();
-    const ok = document.execCommand("copy");
-    area.remove();
-    if (!ok) throw new ActionError("Could not copy to the clipboard.");
   }
 }

@@ -1,4 +1,5 @@
 /** REST client for conversations (session cookie auth; CSRF header on unsafe methods). */
+import { gettext, interpolate } from "./i18n.js";
 
 export class ChatApi {
   constructor(base, csrfToken) {
@@ -36,7 +37,55 @@ export class ChatApi {
     return this.request("GET", `conversations/${encodeURIComponent(id)}/`);
   }
 
+  /** Rename a conversation: {id, title, ...}. */
+  renameConversation(id, title) {
+    return this.request("PATCH", `conversations/${encodeURIComponent(id)}/`, { title });
+  }
+
+  /** Mark one of the user's answers: {feedback, feedback_comment, payload_outcome} (any subset). */
+  markMessage(id, fields) {
+    return this.request("PATCH", `messages/${encodeURIComponent(id)}/`, fields);
+  }
+
   deleteConversation(id) {
     return this.request("DELETE", `conversations/${encodeURIComponent(id)}/`);
+  }
+
+  /** {deleted: n}: every conversation of the user. */
+  deleteAllConversations() {
+    return this.request("POST", "conversations/delete-all/");
+  }
+
+  /**
+   * Upload a file as an unsent attachment: {id, name, content_type, size, width, height, url, thumbnail_url}.
+   * A refusal throws an Error whose message is the server's (too large, not an accepted type).
+   */
+  async uploadAttachment(file) {
+    const form = new FormData();
+    form.append("file", file, file.name || "pasted-image");
+    const response = await fetch(`${this.base}attachments/`, {
+      method: "POST",
+      headers: { Accept: "application/json", "X-CSRFToken": this.csrfToken },
+      credentials: "same-origin",
+      body: form,
+    });
+    const data = await response.json().catch(() => null);
+    if (!response.ok) {
+      const error = new Error(data?.message || interpolate(gettext("The file could not be uploaded (%(status)s)."), { status: response.status }));
+      error.status = response.status;
+      error.code = data?.code;
+      throw error;
+    }
+    return data;
+  }
+
+  /** Remove an attachment that was not sent. */
+  discardAttachment(id) {
+    return this.request("DELETE", `attachments/${encodeURIComponent(id)}/`);
+  }
+
+  /** The address of a conversation's download (`markdown` or `json`); the session cookie authenticates it. */
+  exportUrl(id, format = "markdown") {
+    return `${this.base}conversations/${encodeURIComponent(id)}/export/?format=${encodeURIComponent(format)}`;
   }
 }

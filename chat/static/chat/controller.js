@@ -16,6 +16,8 @@ import { HistoryView } from "./history.js";
 import { payloadOpensPanel, showDiagnostics, showPayload } from "./panel.js";
 import { normalizeMessage, renderAssistantMessage, renderUserMessage } from "./messages.js";
 import { TrayView } from "./view.js";
+import { copyText } from "./dom.js";
+import { formatNumber, gettext, interpolate, ngettext, pageLanguage, errorText, setLanguage, currentLanguage } from "./i18n.js";
 
 export class Tray {
   /**
@@ -32,6 +34,7 @@ export class Tray {
     this.live = null; // the in-flight turn's view
     this.loaded = false;
     this.loading = null; // the history request in flight, if any
+    setLanguage(pageLanguage(config)); // dates and numbers in the page's language
     this.view = new TrayView(root, config, {
       toggle: () => this.toggle(),
       close: () => this.close(),
@@ -39,7 +42,15 @@ export class Tray {
       stop: () => this.cancel(),
       newChat: () => this.newConversation(),
       toggleHistory: () => this.toggleConversations(),
+      cancelEdit: () => this.cancelEdit(),
+      attach: (files) => this.attach(files),
     });
+    this.pending = []; // files chosen for the next message: {key, name, status: "uploading"|"ready", data, preview}
+    this.editing = false; // the composer holds an edit of the last question
+    // The browser's own view of the network: warn at once instead of "Thinking…" for 30 s.
+    window.addEventListener("offline", () => this.onNetwork(false));
+    window.addEventListener("online", () => this.onNetwork(true));
+    if (navigator.onLine === false) this.onNetwork(false);
     this.history = new HistoryView(this);
     this.view.mountHistory(this.history.el);
     this.panel = this.view.panel;
@@ -100,11 +111,27 @@ export class Tray {
   /** Send a message (typed, chip, or server action). Returns false if a run is in flight. */
   send(message, interactionType = "text_input", actionMetadata = null) {
     const text = String(message ?? "").trim();
-    if (!text) return false;
-    if (this.protocol.following) {
-      this.notice("Please wait for the current reply, or stop it first.", "error");
+    const withFiles = interactionType === "text_input" && this.pending.length > 0;
+    if (!text && !withFiles) return false;
+    if (withFiles && this.pending.some((p) => p.status !== "ready")) {
+      this.notice(gettext("Please wait until the files have finished uploading."), "error");
       return false;
     }
+    if (this.protocol.following) {
+      this.notice(gettext("Please wait for the current reply, or stop it first."), "error");
+      return false;
+    }
+    const max = this.config.max_message_chars;
+    if (max && text.length > max) {
+      this.notice(interpolate(ngettext("This message is %(over)s character too long (the limit is %(max)s).", "This message is %(over)s characters too long (the limit is %(max)s).", text.length - max), { over: formatNumber(text.length - max), max: formatNumber(max) }), "error");
+      return false;
+    }
+    if (navigator.onLine === false) {
+      this.notice(gettext("You are offline: the message was not sent."), "error");
+      return false;
+    }
+    if (this.editing && interactionType === "text_input") return this.editLast(text);
+    if (this.editing) this.cancelEdit();
     if (!this.isOpen) this.open();
     if (this.loading) {
       this.loading.then(() => this.send(message, interactionType, actionMetadata));
@@ -113,11 +140,180 @@ export class Tray {
     this.showChat();
     this.view.clearError();
     this.view.removeSuggestions();
-    this.view.appendMessage(renderUserMessage(text));
-    this.store.addMessage({ role: "user", content: text });
-    this.store.lastRequest = { message: text, interactionType, actionMetadata };
+    const attachments = withFiles ? this.takePending() : [];
+    this.view.appendMessage(renderUserMessage(text, this, attachments), { force: true });
+    this.store.addMessage({ role: "user", content: text, attachments });
+    this.store.lastRequest = { message: text, interactionType, actionMetadata, attachments: attachments.map((a) => a.id) };
     this.startRun();
     return true;
+  }
+
+  // ---- attachments -------------------------------------------------------------------------------
+
+  /** Upload files for the next message; what the server would refuse is refused here first, with the reason. */
+  attach(files) {
+    const limits = this.config.attachments;
+    if (!limits) return;
+    for (const file of files) {
+      const name = String(file.name || "pasted image");
+      if (this.pending.length >= limits.max_count) {
+        this.notice(interpolate(ngettext("A message can carry at most %(count)s file.", "A message can carry at most %(count)s files.", limits.max_count), { count: formatNumber(limits.max_count) }), "error");
+        break;
+      }
+      if (!limits.types.includes(file.type)) {
+        this.notice(interpolate(gettext("%(name)s: only images (PNG, JPEG, WebP, GIF) and PDF files can be attached."), { name }), "error");
+        continue;
+      }
+      if (file.size > limits.max_bytes) {
+        this.notice(interpolate(gettext("%(name)s is too big: the limit is %(size)s."), { name, size: formatSize(limits.max_bytes) }), "error");
+        continue;
+      }
+      const item = { key: `${Date.now()}-${Math.random()}`, name, status: "uploading", data: null, preview: null };
+      this.pending.push(item);
+      this.upload(item, file);
+    }
+    this.showPending();
+  }
+
+  async upload(item, file) {
+    try {
+      item.data = await this.api.uploadAttachment(file);
+      item.status = "ready";
+    } catch (err) {
+      this.pending = this.pending.filter((p) => p !== item);
+      this.notice(`${item.name}: ${err.message}`, "error");
+    }
+    if (item.status === "ready" && !this.pending.includes(item)) this.discard(item); // removed while it uploaded
+    this.showPending();
+  }
+
+  removeAttachment(item) {
+    this.pending = this.pending.filter((p) => p !== item);
+    if (item.status === "ready") this.discard(item);
+    this.showPending();
+  }
+
+  discard(item) {
+    this.api.discardAttachment(item.data.id).catch(() => {}); // unsent leftovers are purged anyway
+  }
+
+  showPending() {
+    this.view.showPending(this.pending, (item) => this.removeAttachment(item));
+  }
+
+  /** The uploaded files' descriptions, now part of the message being sent; the composer's list empties. */
+  takePending() {
+    const files = this.pending.map((p) => p.data);
+    this.pending = [];
+    this.showPending();
+    return files;
+  }
+
+  // ---- per-message actions -----------------------------------------------------------------------
+
+  /** Copy text (an answer, a code block) to the clipboard; `button` briefly shows it worked. */
+  async copy(text, button = null) {
+    const ok = await copyText(String(text ?? ""));
+    this.notice(ok ? gettext("Copied to clipboard.") : gettext("Could not copy to the clipboard."), ok ? "info" : "error");
+    if (ok && button) {
+      button.classList.add("is-copied");
+      setTimeout(() => button.classList.remove("is-copied"), 1500);
+    }
+  }
+
+  /** A new run answers the last question again; its answer replaces the last one (the question is not repeated). */
+  regenerate() {
+    if (this.protocol.following || this.store.conversationId === null) return false;
+    const question = [...this.store.messages].reverse().find((m) => m.role === "user");
+    if (!question) return false;
+    this.view.clearError();
+    this.view.removeSuggestions();
+    this.dropTrailing("assistant");
+    this.store.lastRequest = { message: question.content, interactionType: "text_input", actionMetadata: null, replaceLast: "answer" };
+    this.startRun();
+    return true;
+  }
+
+  /** Put the last question into the composer for editing; sending it replaces the question and its answer. */
+  beginEdit(text) {
+    if (this.protocol.following) return;
+    this.editing = true;
+    this.view.showEditing(true, text);
+  }
+
+  cancelEdit() {
+    this.editing = false;
+    this.view.showEditing(false);
+  }
+
+  editLast(text) {
+    this.cancelEdit();
+    if (this.store.conversationId === null) return this.send(text);
+    this.view.clearError();
+    this.view.removeSuggestions();
+    this.dropTrailing("assistant");
+    this.dropTrailing("user");
+    const attachments = this.pending.every((p) => p.status === "ready") ? this.takePending() : [];
+    this.view.appendMessage(renderUserMessage(text, this, attachments), { force: true });
+    this.store.addMessage({ role: "user", content: text, attachments });
+    this.store.lastRequest = { message: text, interactionType: "text_input", actionMetadata: null, replaceLast: "question",
+      attachments: attachments.map((a) => a.id) };
+    this.startRun();
+    return true;
+  }
+
+  /** Remove the last message if it is of `role` (a failed turn may have left no answer to remove). */
+  dropTrailing(role) {
+    if (this.store.lastRole !== role) return;
+    const index = this.store.messages.length - 1;
+    this.store.messages.splice(index);
+    const els = [...this.view.log.querySelectorAll(`.chat-msg--${role}:not(.chat-msg--live)`)];
+    els.at(-1)?.remove();
+  }
+
+  /** Good/bad feedback on an answer, stored on the message; a second click on the same verdict clears it. */
+  async feedback(message, rating, bar) {
+    if (message.id === null || message.id === undefined) return;
+    const value = message.feedback === rating ? "" : rating;
+    try {
+      await this.api.markMessage(message.id, { feedback: value });
+    } catch {
+      this.notice(gettext("Could not save your feedback."), "error");
+      return;
+    }
+    message.feedback = value;
+    for (const btn of bar.querySelectorAll(".chat-feedback")) {
+      btn.setAttribute("aria-pressed", String(btn.classList.contains(`chat-feedback--${value}`)));
+    }
+    this.view.showFeedbackComment(bar, value ? message : null, async (comment) => {
+      try {
+        await this.api.markMessage(message.id, { feedback_comment: comment });
+        message.feedback_comment = comment;
+        this.notice(gettext("Thanks for your feedback."));
+      } catch {
+        this.notice(gettext("Could not save your comment."), "error");
+      }
+    });
+  }
+
+  /** The Cancel action: the proposal on screen is discarded (marked rejected); the conversation stays. */
+  discardProposal() {
+    const message = [...this.store.messages].reverse().find((m) => m.role === "assistant" && m.custom_payload);
+    this.panel.close();
+    if (message && !this.store.payloadOutcome(message.custom_payload.payload_id)) this.markPayload(message.custom_payload, "rejected");
+    this.notice(gettext("Proposal discarded. The conversation is kept."));
+    this.view.focusInput();
+  }
+
+  /** The browser went offline or came back. */
+  onNetwork(online) {
+    this.view.showOffline(!online);
+    if (!online) this.live?.setStatus(gettext("Waiting for the network…"));
+  }
+
+  /** Tell the page its data may have changed (a server action ran): demo pages reload their counts. */
+  refreshPage(message) {
+    this.view.dispatch("refresh", { message });
   }
 
   /** Re-send the last request with a NEW client_message_id (it is a new attempt, not a resend). */
@@ -128,13 +324,16 @@ export class Tray {
   }
 
   startRun() {
-    const { message, interactionType, actionMetadata } = this.store.lastRequest;
+    const { message, interactionType, actionMetadata, replaceLast = null, attachments = null } = this.store.lastRequest;
     const frame = chatSendFrame({
-      message,
+      message: replaceLast === "answer" ? "" : message, // a regenerate does not send the question again
       conversationId: this.store.conversationId,
       context: { ...(this.config.context || {}), ...getContext(), current_page: this.config.page },
       interactionType,
       actionMetadata,
+      replaceLast,
+      attachments,
+      language: currentLanguage(),
     });
     this.beginLive();
     this.protocol.start(frame);
@@ -149,13 +348,13 @@ export class Tray {
 
   cancel() {
     if (!this.protocol.following) return;
-    this.live?.setStatus("Stopping…");
+    this.live?.setStatus(gettext("Stopping…"));
     this.protocol.cancel();
   }
 
   beginLive() {
-    this.live = new LiveTurn({ approve: (id, ok) => this.protocol.approve(id, ok) });
-    this.view.appendMessage(this.live.el);
+    this.live = new LiveTurn({ approve: (id, ok) => this.protocol.approve(id, ok), copy: (text, btn) => this.copy(text, btn) });
+    this.view.appendMessage(this.live.el, { force: true });
     this.view.setBusy(true);
   }
 
@@ -163,25 +362,29 @@ export class Tray {
 
   protocolHooks() {
     return {
-      onAck: (run) => this.store.setRun(run.runId),
+      onAck: (run) => {
+        this.store.setRun(run.runId);
+        // the message is stored with its files: a retry (a new message) must not claim them again
+        if (this.store.lastRequest?.attachments) this.store.lastRequest.attachments = null;
+      },
       onEvent: (event) => this.onRunEvent(event),
       onRefused: (error) => {
         // Our chat.send was refused (busy, rate_limited, action_rejected, not_found, too_large...).
         if (error.code === "not_found") this.store.forgetConversation(); // stale or foreign id: retry starts a new one
         this.endLive();
-        this.showError(error.message || "The message could not be sent.");
+        this.showError(errorText(error) || gettext("The message could not be sent."));
       },
       onUnavailable: () => {
         // The run cannot be replayed (resync) or is gone: the database is the truth now.
         this.endLive();
         this.reloadConversation();
       },
-      onError: (error) => this.notice(error.message || "Something went wrong.", "error"),
+      onError: (error) => this.notice(errorText(error) || gettext("Something went wrong."), "error"),
       onConnectionState: (state, following) => this.view?.showReconnecting(state === "reconnecting" && following),
       onConnectionLost: () => {
         // The socket stopped retrying: end the turn visibly instead of spinning forever.
         this.finishPartial("interrupted");
-        this.showError("Lost the connection to the server.");
+        this.showError(gettext("Lost the connection to the server."));
       },
     };
   }
@@ -191,7 +394,7 @@ export class Tray {
     this.store.setConversation(event.conversation_id);
     const handler = EVENT_HANDLERS[event.type];
     if (handler) handler.call(this, event, this.live);
-    this.view.scrollToEnd();
+    this.view.contentChanged();
   }
 
   // ---- run end -----------------------------------------------------------------------------------
@@ -215,9 +418,18 @@ export class Tray {
   finishComplete(payload) {
     const message = normalizeMessage({ ...payload, role: "assistant" });
     this.store.setConversation(payload.conversation_id);
+    const request = this.store.lastRequest;
     this.endLive();
     this.addAssistantMessage(message);
     if (message.custom_payload && payloadOpensPanel(message.custom_payload)) this.openPayload(message.custom_payload);
+    // A server action's outcome (protocol: complete.payload.action_result): pages refresh what it changed.
+    const result = payload.action_result;
+    if (result && typeof result.action === "string") {
+      this.view.dispatch("action-result", { result: { ...result }, message });
+      if (result.status === "succeeded" && result.refresh) this.view.dispatch("refresh", { action: result.action, message });
+    } else if (request?.interactionType === "action_executed") {
+      this.refreshPage(message); // a server without action_result: any server action may have changed the page
+    }
   }
 
   finishPartial(status) {
@@ -231,6 +443,7 @@ export class Tray {
     this.view.removeSuggestions();
     this.view.appendMessage(renderAssistantMessage(message, this, { latest: true }));
     this.store.addMessage(message);
+    this.view.refreshLatestActions();
     this.view.dispatch("reply", { message });
   }
 
@@ -247,22 +460,25 @@ export class Tray {
       data = await this.api.getConversation(id);
     } catch (err) {
       if (err.status === 404) this.store.forgetConversation();
-      if (!quiet) this.notice("Could not load that conversation.", "error");
+      if (!quiet) this.notice(gettext("Could not load that conversation."), "error");
       return false;
     }
     if (this.protocol.following || this.live) this.endLive();
     this.clearMessages();
     this.store.conversationId = data.id ?? id;
-    const messages = (data.messages || []).filter((m) => m.role === "user" || m.role === "assistant");
+    // a standard client's answers to its own tool calls (interaction_type "tool_result") are not something the user typed
+    const messages = (data.messages || []).filter((m) => (m.role === "user" && m.interaction_type !== "tool_result") || m.role === "assistant");
     const tail = messages.at(-1);
     const liveRunId = tail?.role === "assistant" && tail.status === "streaming" ? tail.run_id || runId : null;
     if (liveRunId) messages.pop();
     messages.forEach((m, i) => {
       if (m.role === "user") {
-        this.view.appendMessage(renderUserMessage(m.content ?? ""));
-        this.store.addMessage({ role: "user", content: m.content ?? "" });
+        this.view.appendMessage(renderUserMessage(m.content ?? "", this, m.attachments));
+        this.store.addMessage({ role: "user", content: m.content ?? "", attachments: m.attachments || [] });
       } else {
         const message = normalizeMessage(m);
+        // the outcome is stored with the message: the proposal shows as decided after a reload
+        if (message.payload_outcome && message.custom_payload) this.store.setPayloadOutcome(message.custom_payload.payload_id, message.payload_outcome);
         this.view.appendMessage(renderAssistantMessage(message, this, { latest: i === messages.length - 1 }));
         this.store.addMessage(message);
       }
@@ -270,6 +486,7 @@ export class Tray {
     this.loaded = true;
     this.store.persist();
     this.showChat();
+    this.view.refreshLatestActions();
     this.view.scrollToEnd(true);
     // Without a placeholder message (older servers) a trailing user message means the same.
     const follow = liveRunId || (runId && this.store.lastRole === "user" ? runId : null);
@@ -322,11 +539,30 @@ export class Tray {
     showDiagnostics(this.panel, diagnostics);
   }
 
-  /** Remember Accept/Reject so the message's view button says what happened. */
+  /**
+   * Remember Accept/Reject: the message's tag says what happened, its actions are disabled, and
+   * the outcome is stored with the message (so it survives navigation and reloads).
+   */
   markPayload(payload, outcome) {
     if (!this.store.setPayloadOutcome(payload?.payload_id, outcome)) return;
     this.view.markPayloadOutcome(payload.payload_id, outcome);
     this.view.dispatch("payload-outcome", { payload, outcome });
+    const message = this.store.messages.find((m) => m.role === "assistant" && m.custom_payload?.payload_id === payload.payload_id);
+    if (message?.id !== null && message?.id !== undefined) {
+      this.api.markMessage(message.id, { payload_outcome: outcome }).catch(() => this.notice(gettext("Could not save that decision."), "error"));
+    }
+    // Accept may fill a form on the page: on a phone the sheet steps aside so the form is visible.
+    if (outcome === "accepted") this.view.stepAside();
+  }
+
+  /** Rename a conversation (the tray's conversation list). */
+  async renameConversation(id, title) {
+    try {
+      return await this.api.renameConversation(id, title);
+    } catch {
+      this.notice(gettext("Could not rename that conversation."), "error");
+      return null;
+    }
   }
 
   // ---- small helpers -----------------------------------------------------------------------------
@@ -370,6 +606,11 @@ const EVENT_HANDLERS = {
   },
   error(event) {
     this.finishPartial("error");
-    this.showError(event.message || "Something went wrong.");
+    this.showError(errorText(event) || gettext("Something went wrong."));
   },
 };
+
+/** "5 MB", "300 KB": a byte count for people. */
+function formatSize(bytes) {
+  return bytes >= 1024 * 1024 ? `${formatNumber(Math.round(bytes / (1024 * 1024)))} MB` : `${formatNumber(Math.max(1, Math.round(bytes / 1024)))} KB`;
+}

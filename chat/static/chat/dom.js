@@ -93,6 +93,34 @@ export function iconNode(value, cls = "chat-icon") {
   return node;
 }
 
+/**
+ * Put text on the clipboard; true when it worked. The Clipboard API needs a secure context and
+ * focus; without it, the old selection trick.
+ */
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.className = "chat-offscreen";
+    const focus = document.activeElement;
+    document.body.append(area);
+    area.select();
+    let ok = false;
+    try {
+      ok = document.execCommand("copy");
+    } catch {
+      ok = false;
+    }
+    area.remove();
+    focus?.focus?.();
+    return ok;
+  }
+}
+
 /** Pretty JSON for display as text (never as HTML). */
 export function jsonText(value) {
   if (typeof value === "string") return value;

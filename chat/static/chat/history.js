@@ -1,5 +1,6 @@
-/** The conversation list inside the tray: the user's conversations over REST, open or delete. */
+/** The conversation list inside the tray: the user's conversations over REST, open, rename, download or delete (one or all). */
 import { h, button } from "./dom.js";
+import { formatDate, gettext, interpolate } from "./i18n.js";
 
 const DISARM_MS = 3000;
 
@@ -19,28 +20,55 @@ export class HistoryView {
 
   async show() {
     this.el.hidden = false;
-    this.el.replaceChildren(h("p", { class: "chat-muted" }, "Loading…"));
+    this.el.replaceChildren(h("p", { class: "chat-muted" }, gettext("Loading…")));
     let items;
     try {
       items = await this.tray.api.listConversations();
     } catch {
-      this.el.replaceChildren(h("p", { class: "chat-error-text" }, "Could not load your conversations."));
+      this.el.replaceChildren(h("p", { class: "chat-error-text" }, gettext("Could not load your conversations.")));
       return;
     }
-    const list = h("ul", { class: "chat-conversation-list", "aria-label": "Your conversations" });
+    const list = h("ul", { class: "chat-conversation-list", "aria-label": gettext("Your conversations") });
     for (const item of items) list.append(this.item(item));
     this.el.replaceChildren(
-      h("h3", { class: "chat-conversations__title" }, "Conversations"),
-      items.length ? list : h("p", { class: "chat-muted" }, "No conversations yet."),
+      h("h3", { class: "chat-conversations__title" }, gettext("Conversations")),
+      items.length ? list : h("p", { class: "chat-muted" }, gettext("No conversations yet.")),
+      items.length ? this.deleteAll() : null,
     );
     (list.querySelector("button") ?? this.el).focus?.();
   }
 
+  /** gettext("Delete all conversations"): two clicks, like a single delete (the second says what it will do). */
+  deleteAll() {
+    const tray = this.tray;
+    const label = gettext("Delete all conversations");
+    const del = button(label, async () => {
+      if (del.dataset.armed !== "1") {
+        del.dataset.armed = "1";
+        del.textContent = gettext("Confirm: delete all conversations");
+        setTimeout(() => {
+          del.dataset.armed = "";
+          del.textContent = label;
+        }, DISARM_MS);
+        return;
+      }
+      try {
+        await tray.api.deleteAllConversations();
+      } catch {
+        tray.notice(gettext("Could not delete your conversations."), "error");
+        return;
+      }
+      tray.reset();
+      this.show();
+    }, { cls: "chat-link-btn chat-conversations__delete-all" });
+    return h("p", { class: "chat-conversations__footer" }, del);
+  }
+
   item(conv) {
     const tray = this.tray;
-    const title = conv.title || "Untitled conversation";
+    const title = conv.title || gettext("Untitled conversation");
     const when = conv.updated_at ? new Date(conv.updated_at) : null;
-    const meta = [conv.page ? String(conv.page).replaceAll("_", " ") : null, when && !Number.isNaN(when.getTime()) ? when.toLocaleString() : null]
+    const meta = [conv.page ? String(conv.page).replaceAll("_", " ") : null, when && !Number.isNaN(when.getTime()) ? formatDate(when) : null]
       .filter(Boolean)
       .join(" · ");
     const open = h(
@@ -52,26 +80,64 @@ export class HistoryView {
     if (conv.id === tray.conversationId) open.setAttribute("aria-current", "true");
     const row = h("li", { class: "chat-conversation-row" }, open);
     // Two clicks to delete: no blocking confirm() dialog, and no loss from one stray click.
-    const del = button("Delete", async () => {
+    const del = button(gettext("Delete"), async () => {
       if (del.dataset.armed !== "1") {
         del.dataset.armed = "1";
-        del.textContent = "Confirm delete";
+        del.textContent = gettext("Confirm delete");
         setTimeout(() => {
           del.dataset.armed = "";
-          del.textContent = "Delete";
+          del.textContent = gettext("Delete");
         }, DISARM_MS);
         return;
       }
       try {
         await tray.api.deleteConversation(conv.id);
       } catch {
-        tray.notice("Could not delete that conversation.", "error");
+        tray.notice(gettext("Could not delete that conversation."), "error");
         return;
       }
       row.remove();
       if (conv.id === tray.conversationId) tray.reset();
-    }, { cls: "chat-link-btn chat-conversation__delete", ariaLabel: `Delete conversation: ${title}` });
-    row.append(del);
+    }, { cls: "chat-link-btn chat-conversation__delete", ariaLabel: interpolate(gettext("Delete conversation: %(title)s"), { title }) });
+    const rename = button(gettext("Rename"), () => this.rename(conv, row, open, rename), { cls: "chat-link-btn chat-conversation__rename", ariaLabel: interpolate(gettext("Rename conversation: %(title)s"), { title }) });
+    const download = h("a", { class: "chat-link-btn chat-conversation__download", href: tray.api.exportUrl(conv.id, "markdown"),
+      download: "", "aria-label": interpolate(gettext("Download conversation: %(title)s"), { title }) }, gettext("Download"));
+    row.append(rename, download, del);
     return row;
   }
+
+  /** Rename in place: an input instead of the title; Enter saves, Escape keeps the old name. */
+  rename(conv, row, open, renameButton) {
+    const id = `chat-rename-${conv.id}`;
+    const input = h("input", { id, class: "chat-input chat-rename-input", type: "text", maxlength: "200", value: conv.title || "" });
+    const form = h("form", { class: "chat-rename-form" }, h("label", { for: id, class: "chat-offscreen" }, gettext("Conversation title")), input,
+      h("button", { type: "submit", class: "chat-btn chat-btn--primary" }, gettext("Save")));
+    const done = (title) => {
+      if (title !== null) {
+        conv.title = title;
+        open.querySelector(".chat-conversation__title").textContent = title || gettext("Untitled conversation");
+      }
+      form.replaceWith(open);
+      renameButton.hidden = false;
+      renameButton.focus();
+    };
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const title = input.value.trim();
+      const saved = await this.tray.renameConversation(conv.id, title);
+      done(saved ? saved.title ?? title : null);
+    });
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Escape") {
+        e.preventDefault(); // the tray stays open
+        e.stopPropagation();
+        done(null);
+      }
+    });
+    open.replaceWith(form);
+    renameButton.hidden = true;
+    input.focus();
+    input.select();
+  }
 }
+

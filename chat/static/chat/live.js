@@ -5,13 +5,14 @@
  */
 import { h, button, icon, ICONS, jsonText } from "./dom.js";
 import { renderText, withoutPartialMarker } from "./markdown.js";
+import { gettext, interpolate, interpolateNodes, serverText } from "./i18n.js";
 
 export class LiveTurn {
-  /** @param {{approve(toolUseId, approved)}} callbacks */
+  /** @param {{approve(toolUseId, approved), copy?(text, button)}} callbacks */
   constructor(callbacks) {
     this.callbacks = callbacks;
     this.text = "";
-    this.status = "Thinking…";
+    this.status = gettext("Thinking…");
     this.activeTools = []; // [{tool, toolUseId, input, message, progress, el}]
     this.toolHistory = []; // what we know of finished tools, by marker index
     this.pendingApprovals = new Set();
@@ -26,14 +27,16 @@ export class LiveTurn {
     );
     this.streamEl = h("div", { class: "chat-bubble chat-bubble--assistant chat-bubble--streaming chat-md", "aria-busy": "true", hidden: true });
     this.streamBody = h("div", { class: "chat-stream-body" });
-    this.streamEl.append(this.streamBody, h("span", { class: "chat-pulse", "aria-label": "Assistant is typing" }, h("span"), h("span"), h("span")));
+    this.streamEl.append(this.streamBody);
+    // the streaming cursor sits at the end of the text (moved there on each render)
+    this.cursor = h("span", { class: "chat-cursor", "aria-hidden": "true" });
     this.toolsEl = h("div", { class: "chat-live-tools" });
     this.approvalsEl = h("div", { class: "chat-live-approvals" });
     this.el = h("div", { class: "chat-msg chat-msg--assistant chat-msg--live" }, this.thinkingEl, this.streamEl, this.toolsEl, this.approvalsEl);
   }
 
   setStatus(message) {
-    this.status = message || "Thinking…";
+    this.status = message ? serverText(message) : gettext("Thinking…");
     this.statusText.textContent = this.status;
     this.refreshThinking();
   }
@@ -44,7 +47,7 @@ export class LiveTurn {
   }
 
   toolStart({ tool, input, tool_use_id: toolUseId }) {
-    const message = h("div", { class: "chat-progress__message" }, "Running…");
+    const message = h("div", { class: "chat-progress__message" }, gettext("Running…"));
     const bar = h("div", { class: "chat-progress__bar", hidden: true }, h("div", { class: "chat-progress__fill" }));
     const el = h(
       "div",
@@ -85,22 +88,27 @@ export class LiveTurn {
   approvalRequest({ tool, input, tool_use_id: toolUseId }) {
     if (this.approvalsEl.querySelector(`[data-tool-use-id="${CSS.escape(String(toolUseId))}"]`)) return;
     this.pendingApprovals.add(toolUseId);
+    // an approval wait is not "Running…": the tool waits for the user
+    const running = this.activeTools.find((t) => t.toolUseId === toolUseId) ?? [...this.activeTools].reverse().find((t) => t.tool === tool);
+    if (running) running.message.textContent = gettext("Waiting for your approval");
     const actions = h("div", { class: "chat-approval__actions" });
     const decide = (approved) => {
       this.pendingApprovals.delete(toolUseId);
-      actions.replaceChildren(h("span", { class: "chat-muted" }, approved ? "Approved" : "Denied"));
+      actions.replaceChildren(h("span", { class: "chat-muted" }, approved ? gettext("Approved") : gettext("Denied")));
+      if (running) running.message.textContent = approved ? gettext("Running…") : gettext("Denied");
       this.callbacks.approve(toolUseId, approved);
       this.refreshThinking();
     };
     actions.append(
-      button("Approve", () => decide(true), { cls: "chat-btn chat-btn--primary" }),
-      button("Deny", () => decide(false), { cls: "chat-btn chat-btn--secondary" }),
+      button(gettext("Approve"), () => decide(true), { cls: "chat-btn chat-btn--primary" }),
+      button(gettext("Deny"), () => decide(false), { cls: "chat-btn chat-btn--secondary" }),
     );
     this.approvalsEl.append(
       h(
         "div",
-        { class: "chat-approval", role: "group", "aria-label": `Approval needed: ${tool}`, dataset: { toolUseId: String(toolUseId) } },
-        h("div", { class: "chat-approval__title" }, "Allow ", h("strong", {}, String(tool)), "?"),
+        { class: "chat-approval", role: "group", "aria-label": interpolate(gettext("Approval needed: %(tool)s"), { tool }), dataset: { toolUseId: String(toolUseId) } },
+        h("div", { class: "chat-approval__status", role: "status" }, gettext("Waiting for your approval")),
+        h("div", { class: "chat-approval__title" }, ...interpolateNodes(gettext("Allow %(tool)s?"), { tool: h("strong", {}, String(tool)) })),
         h("pre", { class: "chat-pre" }, jsonText(input ?? {})),
         actions,
       ),
@@ -126,7 +134,13 @@ export class LiveTurn {
   renderNow() {
     const visible = withoutPartialMarker(this.text);
     this.streamEl.hidden = !visible;
-    this.streamBody.replaceChildren(renderText(visible, (index) => this.placeholder(index)));
+    // The same renderer and sanitizer as the final message (markdown.js), once per frame at most.
+    this.streamBody.replaceChildren(renderText(visible, (index) => this.placeholder(index), { copyCode: this.callbacks.copy }));
+    let last = this.streamBody;
+    while (last.lastElementChild && !last.lastElementChild.matches(".chat-code-block, .chat-table-wrap, .tool-slot, .chat-tool-placeholder")) {
+      last = last.lastElementChild;
+    }
+    (last.matches?.(".chat-code-block, .chat-table-wrap") ? this.streamBody : last).append(this.cursor);
     this.refreshThinking();
   }
 

@@ -1,68 +1,139 @@
 /**
- * A deliberately tiny, safe text renderer for model text that has not been sanitized by the
- * server yet (the live stream, or a message without message_html). It only ever creates
- * DOM nodes and text nodes: paragraphs, ``` fenced code, `inline code`, **bold**, and
- * [[tool:N]] markers, which become whatever `toolSlot(index)` returns.
+ * Model text -> safe DOM, for the live stream and the final message alike (one pipeline, so an
+ * answer does not change shape when it completes): marked (GitHub-flavoured markdown, vendored
+ * in ./vendor/ with its licence) renders, DOMPurify (vendored too) sanitizes with an allowlist
+ * that mirrors the server's (chat/rendering.py): no raw HTML, no images, no styles, no scripts.
+ * `[[tool:N]]` markers become whatever `toolSlot(index)` returns; code blocks get a Copy button.
  */
-import { h } from "./dom.js";
+import { Marked } from "./vendor/marked.esm.js";
+import DOMPurify from "./vendor/purify.es.js";
+import { h, isSameOriginUrl } from "./dom.js";
+import { gettext } from "./i18n.js";
 
-const MARKER = /\[\[tool:(\d+)\]\]/g;
+const MARKER = /^\[\[tool:(\d{1,6})\]\]/;
 // A marker cut in half at the end of the live stream ("[[to"), held back until it completes.
 const PARTIAL_MARKER = /\[(?:\[(?:t(?:o(?:o(?:l(?::\d*)?)?)?)?)?)?$/;
+
+const ALLOWED_TAGS = [
+  "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "s", "del", "code", "pre",
+  "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "div", "span",
+];
+const ALLOWED_ATTR = ["href", "title", "start", "class", "align", "data-tool-index"];
+const UNSAFE_SCHEME = /^(?!(?:https?|mailto):)[a-z][a-z0-9+.-]*:/i;
+const LANGUAGE_CLASS = /^language-[A-Za-z0-9_+#.-]{1,40}$/;
+
+const escapeHtml = (text) =>
+  String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+
+const marked = new Marked({ gfm: true, breaks: false, async: false });
+marked.use({
+  renderer: {
+    // Raw HTML in model text is shown as text, never parsed (as on the server: markdown-it with html off).
+    html({ text }) {
+      return escapeHtml(text);
+    },
+    // A link to anything but http(s), mailto or this site stays literal text (as markdown-it does).
+    link(token) {
+      return UNSAFE_SCHEME.test(token.href || "") ? escapeHtml(token.raw) : false;
+    },
+    // No images: a remote image leaks the reader's address and page to whoever hosts it.
+    image({ text }) {
+      return escapeHtml(text);
+    },
+  },
+  extensions: [
+    {
+      name: "toolSlot",
+      level: "inline",
+      start: (src) => src.indexOf("[[tool:"),
+      tokenizer(src) {
+        const match = MARKER.exec(src);
+        return match ? { type: "toolSlot", raw: match[0], index: Number(match[1]) } : undefined;
+      },
+      renderer: (token) => `<span class="tool-slot" data-tool-index="${token.index}"></span>`,
+    },
+  ],
+});
+
+const purifier = DOMPurify(window);
+purifier.addHook("uponSanitizeAttribute", (node, data) => {
+  // Classes only in the exact shapes we emit; anything else a model smuggles in is dropped.
+  if (data.attrName === "class") {
+    const ok =
+      (node.nodeName === "CODE" && LANGUAGE_CLASS.test(data.attrValue)) ||
+      ((node.nodeName === "SPAN" || node.nodeName === "DIV") && data.attrValue === "tool-slot");
+    if (!ok) data.keepAttr = false;
+  }
+  if (data.attrName.startsWith("data-") && !(data.attrName === "data-tool-index" && /^\d{1,6}$/.test(data.attrValue))) data.keepAttr = false;
+});
+purifier.addHook("afterSanitizeAttributes", (node) => {
+  // Links to other sites open in a new tab without access to this one; this site's links stay in place.
+  if (node.nodeName === "A" && node.hasAttribute("href") && !isSameOriginUrl(node.getAttribute("href"))) {
+    node.setAttribute("target", "_blank");
+    node.setAttribute("rel", "noopener noreferrer");
+  }
+});
+const PURIFY_CONFIG = {
+  ALLOWED_TAGS,
+  ALLOWED_ATTR,
+  ALLOW_DATA_ATTR: true, // only data-tool-index survives (the hook above)
+  ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|\/|#)/i,
+  RETURN_DOM_FRAGMENT: true,
+};
+
+/** Sanitize an HTML string with the tray's one allowlist; returns an inert fragment. */
+export function sanitizeMarkdownHtml(html) {
+  return purifier.sanitize(html, PURIFY_CONFIG);
+}
 
 /** Drop a half-received trailing marker so it never flashes as raw text. */
 export function withoutPartialMarker(text) {
   return text.replace(PARTIAL_MARKER, "");
 }
 
-/** Render model text into a fragment of safe DOM nodes. */
-export function renderText(text, toolSlot) {
-  const fragment = document.createDocumentFragment();
-  const parts = String(text || "").split("```");
-  parts.forEach((part, i) => {
-    if (i % 2 === 1) {
-      // Odd parts are inside a fence; the first line may name the language, which we drop.
-      const body = part.replace(/^[\w+-]*\n/, "");
-      fragment.append(h("pre", { class: "chat-code" }, h("code", {}, body)));
-      return;
-    }
-    for (const block of part.split(/\n{2,}/)) {
-      if (!block.trim()) continue;
-      renderBlock(fragment, block.replace(/^\n+|\n+$/g, ""), toolSlot);
-    }
-  });
+/**
+ * Render model text into a fragment of safe DOM nodes.
+ * @param {string} text  markdown from the model (untrusted)
+ * @param {(index: number) => Node} toolSlot  the card for tool_history[index]
+ * @param {{copyCode?: (text: string, button: HTMLElement) => void}} options
+ */
+export function renderText(text, toolSlot = null, options = {}) {
+  return renderHtml(marked.parse(String(text || "")), toolSlot, options);
+}
+
+/**
+ * Render HTML (marked's, or the server's message_html: untrusted either way) through the same
+ * sanitizer, then the same finishing: tool cards in their slots, code blocks with Copy, tables that scroll.
+ */
+export function renderHtml(html, toolSlot = null, { copyCode = null } = {}) {
+  const fragment = sanitizeMarkdownHtml(typeof html === "string" ? html : "");
+  for (const slot of fragment.querySelectorAll(".tool-slot[data-tool-index]")) {
+    const card = toolSlot ? toolSlot(Number(slot.dataset.toolIndex)) : null;
+    const parent = slot.parentElement;
+    // A marker alone in its paragraph replaces the paragraph (a card is a block, not a word).
+    if (card && parent?.tagName === "P" && parent.textContent.trim() === "" && parent.childElementCount === 1) parent.replaceWith(card);
+    else if (card) slot.replaceWith(card);
+    else slot.remove();
+  }
+  for (const pre of fragment.querySelectorAll("pre")) decorateCode(pre, copyCode);
+  for (const table of fragment.querySelectorAll("table")) {
+    // wide tables scroll inside the bubble instead of widening the tray
+    const wrap = h("div", { class: "chat-table-wrap", tabindex: "0", role: "region", "aria-label": gettext("Table") });
+    table.replaceWith(wrap);
+    wrap.append(table);
+  }
   return fragment;
 }
 
-/** One paragraph; a marker alone on its line becomes a block-level tool slot. */
-function renderBlock(parent, block, toolSlot) {
-  let paragraph = null;
-  let last = 0;
-  const flush = (until) => {
-    const chunk = block.slice(last, until).replace(/^\n+|\n+$/g, "");
-    if (!chunk.trim()) return;
-    paragraph ??= parent.appendChild(h("p"));
-    renderInline(paragraph, chunk);
-  };
-  for (const match of block.matchAll(MARKER)) {
-    flush(match.index);
-    paragraph = null;
-    parent.append(toolSlot(Number(match[1])));
-    last = match.index + match[0].length;
-  }
-  flush(block.length);
-}
-
-const INLINE = /(`[^`\n]+`|\*\*[^*\n]+\*\*)/g;
-
-function renderInline(parent, text) {
-  let last = 0;
-  for (const match of text.matchAll(INLINE)) {
-    parent.append(text.slice(last, match.index));
-    const token = match[0];
-    if (token.startsWith("`")) parent.append(h("code", {}, token.slice(1, -1)));
-    else parent.append(h("strong", {}, token.slice(2, -2)));
-    last = match.index + token.length;
-  }
-  parent.append(text.slice(last));
+/** A code block with its language and a Copy button. */
+function decorateCode(pre, copyCode) {
+  pre.classList.add("chat-code");
+  const code = pre.querySelector("code");
+  const language = [...(code?.classList ?? [])].find((c) => c.startsWith("language-"))?.slice(9) ?? "";
+  const copy = h("button", { type: "button", class: "chat-code-copy", "aria-label": gettext("Copy") }, gettext("Copy"));
+  copy.addEventListener("click", () => copyCode?.(code ? code.textContent : pre.textContent, copy));
+  const header = h("div", { class: "chat-code-header" }, h("span", { class: "chat-code-lang" }, language || "code"), copy);
+  const wrap = h("div", { class: "chat-code-block" });
+  pre.replaceWith(wrap);
+  wrap.append(header, pre);
 }

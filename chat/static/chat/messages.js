@@ -3,18 +3,19 @@
  * inline tool cards), chips and action buttons. Pure functions of a message object plus
  * the tray for callbacks, so live turns and REST-loaded history render identically.
  */
-import { h, button, icon, ICONS, jsonText, sanitizeHtml } from "./dom.js";
-import { renderText } from "./markdown.js";
+import { h, button, icon, ICONS, jsonText } from "./dom.js";
+import { renderHtml, renderText } from "./markdown.js";
 import { runSuggestedAction } from "./actions.js";
 import { findPayloadHandler } from "./registry.js";
+import { gettext, gettext_noop, interpolate, outcomeLabel, titleInSentence } from "./i18n.js";
 
 const STYLES = new Set(["primary", "secondary", "warning"]);
 // Message statuses (from the run's end) that deserve a visible tag.
 const STATUS_TAGS = {
-  cancelled: { cls: "stopped", text: "stopped" },
-  error: { cls: "error", text: "incomplete" },
-  interrupted: { cls: "error", text: "interrupted" },
-  streaming: { cls: "stopped", text: "still being written…" },
+  cancelled: { cls: "stopped", text: gettext_noop("stopped") },
+  error: { cls: "error", text: gettext_noop("incomplete") },
+  interrupted: { cls: "error", text: gettext_noop("interrupted") },
+  streaming: { cls: "stopped", text: gettext_noop("still being written…") },
 };
 
 /** Normalize a complete payload or a REST message into the one shape the renderer uses. */
@@ -30,6 +31,9 @@ export function normalizeMessage(raw) {
     tool_history: Array.isArray(raw.tool_history) ? raw.tool_history : [],
     status: raw.status ?? "complete",
     diagnostics: raw.diagnostics ?? null,
+    feedback: raw.feedback || "",
+    feedback_comment: raw.feedback_comment || "",
+    payload_outcome: raw.payload_outcome || "",
   };
   // A handler may fold its payload into the message instead of opening a panel.
   const handler = message.custom_payload && findPayloadHandler(message.custom_payload.type);
@@ -43,8 +47,91 @@ export function normalizeMessage(raw) {
   return message;
 }
 
-export function renderUserMessage(text) {
-  return h("div", { class: "chat-msg chat-msg--user" }, h("div", { class: "chat-bubble chat-bubble--user" }, text));
+/**
+ * A user bubble. The latest question gets an Edit button (the tray hides it on older ones).
+ * @param {string} text
+ * @param {object|null} tray  null for a bubble without actions
+ */
+export function renderUserMessage(text, tray = null, attachments = []) {
+  const files = Array.isArray(attachments) ? attachments.filter((a) => a && typeof a.url === "string") : [];
+  const el = h(
+    "div",
+    { class: "chat-msg chat-msg--user" },
+    files.length ? renderAttachments(files) : null,
+    text || !files.length ? h("div", { class: "chat-bubble chat-bubble--user" }, text) : null,
+  );
+  if (tray) {
+    el.append(
+      h(
+        "div",
+        { class: "chat-msg__actions chat-msg__actions--user", role: "group", "aria-label": gettext("Question actions") },
+        actionButton(gettext("Edit"), ACTION_ICONS.edit, () => tray.beginEdit(text), "chat-edit"),
+      ),
+    );
+  }
+  return el;
+}
+
+// A document icon for attachments without a thumbnail (PDFs).
+const FILE_ICON = "M6 2h9l5 5v15H6zM14 2v6h6";
+
+/** Same-origin API paths only (what the server gives); anything else is not linked or loaded. */
+function safePath(url) {
+  return typeof url === "string" && url.startsWith("/") && !url.startsWith("//") ? url : null;
+}
+
+/**
+ * A message's attachments: image thumbnails and PDF names, each a link to the file (served to its
+ * owner only). Built with createElement; the name is text, never HTML.
+ * @param {Array<{name, content_type, url, thumbnail_url}>} files
+ */
+export function renderAttachments(files) {
+  return h(
+    "ul",
+    { class: "chat-attachments-list", "aria-label": gettext("Attachments") },
+    files.map((f) => {
+      const href = safePath(f.url);
+      const thumb = safePath(f.thumbnail_url);
+      const name = String(f.name || "attachment");
+      const inner = thumb
+        ? h("img", { class: "chat-attachment__thumb", src: thumb, alt: name, loading: "lazy" })
+        : h("span", { class: "chat-attachment__file" }, icon(FILE_ICON, "chat-icon"), h("span", { class: "chat-attachment__name" }, name));
+      return h(
+        "li",
+        { class: "chat-attachment" },
+        href ? h("a", { href, target: "_blank", rel: "noopener", title: name, class: "chat-attachment__link" }, inner) : inner,
+      );
+    }),
+  );
+}
+
+// Icons of the per-message actions (decorative: every button has its accessible name).
+const ACTION_ICONS = {
+  copy: "M9 9h11v11H9zM5 15H4V4h11v1",
+  regenerate: "M20 11a8 8 0 1 0-2.3 5.7M20 4v7h-7",
+  edit: "M4 20h4L19 9l-4-4L4 16zM14 6l4 4",
+  good: "M7 10v11H3V10zM7 10l4-8a3 3 0 0 1 3 3v4h6a2 2 0 0 1 2 2.3l-1.4 8A2 2 0 0 1 18.6 21H7",
+  bad: "M17 14V3h4v11zM17 14l-4 8a3 3 0 0 1-3-3v-4H4a2 2 0 0 1-2-2.3l1.4-8A2 2 0 0 1 5.4 3H17",
+};
+
+/** An icon button whose accessible name is `name` (shown as its tooltip too). */
+function actionButton(name, path, onClick, cls = "") {
+  return h("button", { type: "button", class: `chat-msg-action ${cls}`, "aria-label": name, title: name, onclick: onClick }, icon(path, "chat-icon"));
+}
+
+/** Copy, Regenerate (the latest answer only), Good response / Bad response (pressed state = stored feedback). */
+function messageActions(message, tray) {
+  const bar = h("div", { class: "chat-msg__actions", role: "group", "aria-label": gettext("Answer actions") });
+  bar.append(actionButton(gettext("Copy"), ACTION_ICONS.copy, (e) => tray.copy(message.content, e.currentTarget), "chat-copy"));
+  bar.append(actionButton(gettext("Regenerate"), ACTION_ICONS.regenerate, () => tray.regenerate(), "chat-regenerate"));
+  if (message.id !== null && message.id !== undefined) {
+    const good = actionButton(gettext("Good response"), ACTION_ICONS.good, () => tray.feedback(message, "good", bar), "chat-feedback chat-feedback--good");
+    const bad = actionButton(gettext("Bad response"), ACTION_ICONS.bad, () => tray.feedback(message, "bad", bar), "chat-feedback chat-feedback--bad");
+    good.setAttribute("aria-pressed", String(message.feedback === "good"));
+    bad.setAttribute("aria-pressed", String(message.feedback === "bad"));
+    bar.append(good, bad);
+  }
+  return bar;
 }
 
 /** Collapsible card for tool_history[index]; collapsed by default. */
@@ -53,9 +140,9 @@ export function toolCard(index, entry) {
   const details = h(
     "div",
     { class: "chat-tool-card__body", hidden: true },
-    h("div", { class: "chat-tool-card__label" }, "Input"),
+    h("div", { class: "chat-tool-card__label" }, gettext("Input")),
     h("pre", { class: "chat-pre" }, jsonText(entry?.input ?? {})),
-    h("div", { class: "chat-tool-card__label" }, "Output"),
+    h("div", { class: "chat-tool-card__label" }, gettext("Output")),
     h("pre", { class: "chat-pre" }, jsonText(entry?.output ?? "")),
   );
   const toggle = h(
@@ -73,19 +160,15 @@ export function toolCard(index, entry) {
   return h("div", { class: "chat-tool-card", dataset: { toolIndex: String(index) } }, toggle, details);
 }
 
-/** The final message body: server HTML (re-sanitized) or, lacking it, safe text rendering. */
-function messageBody(message) {
+/**
+ * The final message body: the server's message_html, or (lacking it) the markdown rendered here;
+ * either way through the same sanitizer and finishing as the live stream (markdown.js).
+ */
+function messageBody(message, tray) {
   const body = h("div", { class: "chat-bubble chat-bubble--assistant chat-md" });
   const card = (index) => toolCard(index, message.tool_history[index]);
-  if (message.message_html) {
-    body.append(sanitizeHtml(message.message_html));
-    for (const slot of body.querySelectorAll(".tool-slot[data-tool-index]")) {
-      slot.replaceWith(card(Number(slot.dataset.toolIndex)));
-    }
-  } else {
-    body.classList.add("chat-plain");
-    body.append(renderText(message.content, card));
-  }
+  const options = { copyCode: (text, btn) => tray.copy(text, btn) };
+  body.append(message.message_html ? renderHtml(message.message_html, card, options) : renderText(message.content, card, options));
   return body;
 }
 
@@ -99,7 +182,7 @@ export function renderSuggestions(message, tray) {
     wrap.append(
       h(
         "div",
-        { class: "chat-chips", role: "group", "aria-label": "Suggested replies" },
+        { class: "chat-chips", role: "group", "aria-label": gettext("Suggested replies") },
         values.map((v) => button(v.label || v.value, () => tray.send(v.value, "value_selected"), { cls: "chat-chip" })),
       ),
     );
@@ -108,10 +191,10 @@ export function renderSuggestions(message, tray) {
     wrap.append(
       h(
         "div",
-        { class: "chat-actions", role: "group", "aria-label": "Suggested actions" },
+        { class: "chat-actions", role: "group", "aria-label": gettext("Suggested actions") },
         actions.map((a) => {
           const style = STYLES.has(a.style) ? a.style : "secondary";
-          return button(a.label || a.action, () => runSuggestedAction(a, tray), { cls: `chat-btn chat-btn--${style}` });
+          return suggestedActionButton(a, style, tray);
         }),
       ),
     );
@@ -119,31 +202,56 @@ export function renderSuggestions(message, tray) {
   return wrap;
 }
 
+// Actions that decide something (server actions, discarding the proposal, starting over) run once:
+// then their group is disabled. Page and other client actions (highlight, copy, a tab switch) may repeat.
+const DECIDING = new Set(["cancel", "restart"]);
+
+function suggestedActionButton(action, style, tray) {
+  const btn = button(action.label || action.action, async () => {
+    if (action.handler === "server" || DECIDING.has(action.action)) {
+      const group = btn.closest(".chat-suggestions");
+      for (const b of group?.querySelectorAll(".chat-actions button") ?? []) b.disabled = true;
+    }
+    await runSuggestedAction(action, tray);
+  }, { cls: `chat-btn chat-btn--${style}` });
+  return btn;
+}
+
 /** A whole assistant message: bubble, status tag, payload/diagnostics buttons, suggestions. */
 export function renderAssistantMessage(message, tray, { latest = false } = {}) {
   const el = h("div", { class: "chat-msg chat-msg--assistant", dataset: { messageId: String(message.id ?? "") } });
-  el.append(messageBody(message));
+  el.append(messageBody(message, tray));
   const tag = STATUS_TAGS[message.status];
-  if (tag) el.append(h("div", { class: `chat-tag chat-tag--${tag.cls}` }, tag.text));
+  if (tag) el.append(h("div", { class: `chat-tag chat-tag--${tag.cls}` }, gettext(tag.text)));
 
   const payload = message.custom_payload;
   const payloadId = payload?.payload_id !== undefined && payload?.payload_id !== null ? String(payload.payload_id) : null;
   const tools = h("div", { class: "chat-msg__tools", dataset: payloadId ? { payloadId } : {} });
   const handler = payload && findPayloadHandler(payload.type);
   if (payload && !(handler && handler.panel === false)) {
-    const label = handler?.title ? `View ${handler.title.toLowerCase()}` : "View details";
+    const label = handler?.title ? interpolate(gettext("View %(title)s"), { title: titleInSentence(handler.title) }) : gettext("View details");
     tools.append(button(label, () => tray.openPayload(payload), { cls: "chat-link-btn chat-view-payload" }));
     if (payload.summary) tools.append(h("span", { class: "chat-muted" }, String(payload.summary)));
     const outcome = payloadId && tray.payloadOutcomes?.get(payloadId);
-    if (outcome) tools.append(h("span", { class: `chat-tag chat-payload-outcome chat-tag--${outcome}` }, outcome));
+    if (outcome) tools.append(h("span", { class: `chat-tag chat-payload-outcome chat-tag--${outcome}` }, outcomeLabel(outcome)));
   }
   if (tray.config.is_staff && message.diagnostics) {
-    tools.append(button("Diagnostics", () => tray.openDiagnostics(message.diagnostics), { cls: "chat-link-btn chat-diagnostics-btn" }));
+    tools.append(button(gettext("Diagnostics"), () => tray.openDiagnostics(message.diagnostics), { cls: "chat-link-btn chat-diagnostics-btn" }));
   }
   if (tools.childElementCount) el.append(tools);
+  el.append(messageActions(message, tray));
+  // Chips and actions only on the latest answer; its action buttons are disabled once its proposal is decided.
   if (latest) {
     const suggestions = renderSuggestions(message, tray);
-    if (suggestions) el.append(suggestions);
+    if (suggestions) {
+      if (payloadId && tray.payloadOutcomes?.get(payloadId)) disableActions(suggestions);
+      el.append(suggestions);
+    }
   }
   return el;
+}
+
+/** Disable the action buttons (not the chips) of a suggestions block: their decision is made. */
+export function disableActions(container) {
+  for (const b of container.querySelectorAll(".chat-actions button")) b.disabled = true;
 }

@@ -18,7 +18,8 @@
  * ICONS                                             the built-in icon names
  *
  * Events, dispatched on the tray's root element and bubbling to `document`:
- *   "pagechat:ready" {tray}, "pagechat:reply" {message}, "pagechat:payload-outcome" {payload, outcome}.
+ *   "pagechat:ready" {tray}, "pagechat:reply" {message}, "pagechat:payload-outcome" {payload, outcome},
+ *   "pagechat:action-result" {result, message}, "pagechat:refresh" {action, message}.
  */
 import {
   getContext,

@@ -5,9 +5,12 @@
 import { h, button, iconNode, jsonText } from "./dom.js";
 import { findPayloadHandler } from "./registry.js";
 import { fallbackCard } from "./payloads.js";
+import { gettext } from "./i18n.js";
 
 export class FloatingPanel {
-  constructor(host) {
+  /** @param {{fallbackFocus?: () => HTMLElement}} options  where focus goes when the opener is gone */
+  constructor(host, { fallbackFocus = null } = {}) {
+    this.fallbackFocus = fallbackFocus;
     this.title = h("h2", { class: "chat-panel__title", id: "chat-panel-title", tabindex: "-1" });
     this.icon = h("span", { class: "chat-panel__icon", hidden: true });
     this.body = h("div", { class: "chat-panel__body" });
@@ -15,7 +18,7 @@ export class FloatingPanel {
     this.el = h(
       "section",
       { class: "chat-panel", role: "dialog", "aria-labelledby": "chat-panel-title", hidden: true },
-      h("header", { class: "chat-panel__header" }, this.icon, this.title, button("×", () => this.close(), { cls: "chat-icon-btn", ariaLabel: "Close panel" })),
+      h("header", { class: "chat-panel__header" }, this.icon, this.title, button("×", () => this.close(), { cls: "chat-icon-btn", ariaLabel: gettext("Close panel") })),
       this.body,
       this.footer,
     );
@@ -49,7 +52,9 @@ export class FloatingPanel {
     this.body.replaceChildren();
     const target = this.returnFocus;
     this.returnFocus = null;
-    if (target && target.isConnected && typeof target.focus === "function") target.focus();
+    const usable = target && target !== document.body && target.isConnected && !target.disabled && target.getClientRects().length > 0;
+    if (usable && typeof target.focus === "function") target.focus();
+    else this.fallbackFocus?.()?.focus();
   }
 }
 
@@ -73,7 +78,7 @@ export function showPayload(panel, payload, tray) {
     if (!(body instanceof Node)) body = h("div", {}, String(body ?? ""));
   } catch (err) {
     console.error(`chat tray: payload handler ${payload.type} failed to render`, err);
-    body = h("p", { class: "chat-error-text" }, "This card could not be shown.");
+    body = h("p", { class: "chat-error-text" }, gettext("This card could not be shown."));
   }
   const buttons = [];
   const decide = (fn, outcome) => async () => {
@@ -84,19 +89,19 @@ export function showPayload(panel, payload, tray) {
       tray.markPayload(payload, outcome);
     } catch (err) {
       console.error(`chat tray: payload ${outcome} failed`, err);
-      tray.notice(`Could not ${outcome === "accepted" ? "apply" : "reject"} this proposal.`, "error");
+      tray.notice(outcome === "accepted" ? gettext("Could not apply this proposal.") : gettext("Could not reject this proposal."), "error");
     }
     panel.close();
   };
   if (hasRender && typeof handler.onAccept === "function") {
-    buttons.push({ label: "Accept", cls: "chat-btn chat-btn--primary", onClick: decide(handler.onAccept.bind(handler), "accepted") });
+    buttons.push({ label: gettext("Accept"), cls: "chat-btn chat-btn--primary", onClick: decide(handler.onAccept.bind(handler), "accepted") });
   }
   if (hasRender && typeof handler.onReject === "function") {
-    buttons.push({ label: "Reject", cls: "chat-btn chat-btn--secondary", onClick: decide(handler.onReject.bind(handler), "rejected") });
+    buttons.push({ label: gettext("Reject"), cls: "chat-btn chat-btn--secondary", onClick: decide(handler.onReject.bind(handler), "rejected") });
   }
   const container = h("div", { class: "chat-payload", dataset: { payloadType: String(payload.type) } }, body);
   panel.open({
-    title: (hasRender && handler.title) || String(payload.type || "Details"),
+    title: (hasRender && handler.title) || String(payload.type || gettext("Details")),
     icon: hasRender ? handler.icon : "data",
     width: hasRender ? handler.width : null,
     body: container,
@@ -123,5 +128,5 @@ export function showDiagnostics(panel, diagnostics) {
       ),
     );
   }
-  panel.open({ title: "Diagnostics", width: "560px", body, kind: "diagnostics" });
+  panel.open({ title: gettext("Diagnostics"), width: "560px", body, kind: "diagnostics" });
 }

@@ -6,6 +6,7 @@
  */
 import { registerBuiltinPayloadHandler } from "./registry.js";
 import { h, jsonText } from "./dom.js";
+import { gettext } from "./i18n.js";
 
 const MAX_FIELDS = 50; // a card, not a dump: the rest is counted
 
@@ -21,7 +22,7 @@ export function fallbackCard(payload) {
     const entries = Object.entries(data);
     const list = h("dl", { class: "chat-fallback-card__data" });
     for (const [key, value] of entries.slice(0, MAX_FIELDS)) list.append(h("dt", {}, key), h("dd", {}, fieldValue(value)));
-    card.append(entries.length ? list : h("p", { class: "chat-muted" }, "No details."));
+    card.append(entries.length ? list : h("p", { class: "chat-muted" }, gettext("No details.")));
     if (entries.length > MAX_FIELDS) card.append(h("p", { class: "chat-muted" }, `… and ${entries.length - MAX_FIELDS} more`));
   } else if (data !== undefined && data !== null) {
     card.append(h("pre", { class: "chat-pre" }, jsonText(data)));

@@ -35,7 +35,7 @@ export function uuid4() {
 }
 
 /** A chat.send frame with a fresh client_message_id (a retry is a new attempt, so a new id). */
-export function chatSendFrame({ message, conversationId = null, context = {}, interactionType = "text_input", actionMetadata = null }) {
+export function chatSendFrame({ message, conversationId = null, context = {}, interactionType = "text_input", actionMetadata = null, replaceLast = null, attachments = null, language = null }) {
   const frame = {
     type: "chat.send",
     client_message_id: uuid4(),
@@ -45,6 +45,12 @@ export function chatSendFrame({ message, conversationId = null, context = {}, in
     interaction_type: interactionType,
   };
   if (actionMetadata) frame.action_metadata = actionMetadata;
+  // "answer" regenerates the last answer, "question" replaces the last question (protocol addition)
+  if (replaceLast) frame.replace_last = replaceLast;
+  // ids of uploaded, unsent attachments that become this message's (protocol addition)
+  if (attachments?.length) frame.attachments = attachments;
+  // the user's language (the page's): the model is told to answer in it (protocol addition)
+  if (language) frame.language = language;
   return frame;
 }
 

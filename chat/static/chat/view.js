@@ -6,9 +6,17 @@
  */
 import { h, button, icon, ICONS } from "./dom.js";
 import { FloatingPanel } from "./panel.js";
+import { formatNumber, gettext, interpolate, ngettext, outcomeLabel } from "./i18n.js";
 
+// The launcher's, the message box's and the send button's accessible names are a published contract (tests and
+// programs outside this repo find the tray by them), so they stay these English words in every language; what
+// a reader sees next to them (the launcher's label, the placeholder, the button's text) is translated.
+const CONTRACT_NAMES = Object.freeze({ launcher: "Open chat", input: "Message", send: "Send" });
 const NOTICE_MS = 4000;
+const PIN_PX = 40; // this close to the end counts as "at the bottom"
+const PHONE_QUERY = "(max-width: 640px)";
 const INPUT_MAX_PX = 160;
+const PAPERCLIP = "M21 11l-8.5 8.5a5 5 0 0 1-7-7L14 4a3.5 3.5 0 0 1 5 5l-8.5 8.5a2 2 0 0 1-3-3L15 7";
 
 export class TrayView {
   /**
@@ -19,45 +27,61 @@ export class TrayView {
   constructor(root, config, actions) {
     this.root = root;
     this.actions = actions;
-    const pageLabel = String(config.page || "this page").replaceAll("_", " ");
+    if (config.language) root.setAttribute("lang", config.language); // the tray speaks the page's language
+    const pageLabel = config.page ? String(config.page).replaceAll("_", " ") : "";
     this.launcher = h(
       "button",
-      { type: "button", class: "chat-launcher", "aria-label": "Open chat", "aria-expanded": "false", "aria-controls": "chat-tray-panel", onclick: () => actions.toggle() },
+      { type: "button", class: "chat-launcher", "aria-label": CONTRACT_NAMES.launcher, "aria-expanded": "false", "aria-controls": "chat-tray-panel", onclick: () => actions.toggle() },
       icon(ICONS.chat, "chat-icon chat-launcher__icon"),
-      h("span", { class: "chat-launcher__label" }, "Chat"),
+      h("span", { class: "chat-launcher__label" }, gettext("Chat")),
     );
-    this.listButton = button("History", () => actions.toggleHistory(), { cls: "chat-header-btn", title: "Your conversations" });
+    this.listButton = button(gettext("History"), () => actions.toggleHistory(), { cls: "chat-header-btn", title: gettext("Your conversations") });
     this.listButton.setAttribute("aria-pressed", "false");
+    // On a phone the sheet can step aside (after Accept filled a form); this brings it back.
+    this.expandButton = button(gettext("Show conversation"), () => this.stepAside(false), { cls: "chat-header-btn chat-expand-btn" });
+    this.expandButton.hidden = true;
     const header = h(
       "header",
       { class: "chat-tray__header" },
       h(
         "div",
         { class: "chat-tray__heading" },
-        h("h2", { class: "chat-tray__title", id: "chat-tray-title" }, "Assistant"),
-        config.offline ? h("span", { class: "chat-badge chat-badge--offline", title: "Offline demo model — no API key configured" }, "offline model") : null,
+        h("h2", { class: "chat-tray__title", id: "chat-tray-title" }, gettext("Assistant")),
+        // the provider is named once, here (not in every message): config.provider_label, e.g. "Offline model"
+        config.provider_label || config.offline
+          ? h("span", { class: `chat-badge${config.offline ? " chat-badge--offline" : ""}`, title: config.offline ? gettext("Deterministic demo model — no API key configured") : "" }, config.provider_label ? gettext(config.provider_label) : gettext("Offline model"))
+          : null,
       ),
       h(
         "div",
         { class: "chat-tray__header-actions" },
         this.listButton,
-        button("New chat", () => actions.newChat(), { cls: "chat-header-btn chat-new-btn" }),
-        button("×", () => actions.close(), { cls: "chat-icon-btn", ariaLabel: "Close chat" }),
+        this.expandButton,
+        button(gettext("New chat"), () => actions.newChat(), { cls: "chat-header-btn chat-new-btn" }),
+        button("×", () => actions.close(), { cls: "chat-icon-btn", ariaLabel: gettext("Close chat") }),
       ),
     );
     this.connectionEl = h("div", { class: "chat-connection", role: "status", hidden: true });
+    this.offlineEl = h("div", { class: "chat-connection chat-offline", role: "status", hidden: true }, gettext("You are offline. Messages cannot be sent until the network is back."));
     this.welcome = h(
       "div",
       { class: "chat-welcome" },
-      h("p", { class: "chat-welcome__title" }, `Hi${config.user ? ` ${config.user}` : ""}! How can I help?`),
-      h("p", { class: "chat-muted" }, `I can see you are on the ${pageLabel} page and can help with what is on it.`),
-      config.offline ? h("p", { class: "chat-offline-note" }, "Offline demo model — no API key configured") : null,
+      h("p", { class: "chat-welcome__title" }, config.user ? interpolate(gettext("Hi %(user)s! How can I help?"), { user: config.user }) : gettext("Hi! How can I help?")),
+      h("p", { class: "chat-muted" }, pageLabel ? interpolate(gettext("I can see you are on the %(page)s page and can help with what is on it."), { page: pageLabel }) : gettext("I can see this page and can help with what is on it.")),
     );
-    this.log = h("div", { class: "chat-log", role: "log", "aria-live": "polite", "aria-label": "Conversation" }, this.welcome);
+    this.log = h("div", { class: "chat-log", role: "log", "aria-live": "polite", "aria-label": gettext("Conversation"), tabindex: "0" }, this.welcome);
+    // Follow new content only while the reader is at the bottom; otherwise offer a way back.
+    this.pinned = true;
+    this.log.addEventListener("scroll", () => {
+      this.pinned = this.distanceFromEnd() < PIN_PX;
+      if (this.pinned) this.jumpButton.hidden = true;
+    }, { passive: true });
+    this.jumpButton = button(gettext("Jump to latest"), () => this.scrollToEnd(true), { cls: "chat-btn chat-btn--secondary chat-jump-btn" });
+    this.jumpButton.hidden = true;
     this.historySlot = h("div", { class: "chat-history-slot" });
     this.noticeEl = h("div", { class: "chat-notice", role: "status", "aria-live": "polite", hidden: true });
 
-    this.input = h("textarea", { class: "chat-input", rows: "1", placeholder: "Ask something…", "aria-label": "Message" });
+    this.input = h("textarea", { class: "chat-input", rows: "1", placeholder: gettext("Ask something…"), "aria-label": CONTRACT_NAMES.input });
     this.input.addEventListener("keydown", (e) => {
       // Enter sends, Shift+Enter is a newline; never interrupt an IME composition.
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
@@ -65,11 +89,49 @@ export class TrayView {
         this.submit();
       }
     });
-    this.input.addEventListener("input", () => this.autosize());
-    this.sendButton = h("button", { type: "submit", class: "chat-btn chat-btn--primary chat-send-btn" }, "Send");
-    this.stopButton = button("Stop", () => actions.stop(), { cls: "chat-btn chat-btn--warning chat-stop-btn", ariaLabel: "Stop generating" });
+    this.input.addEventListener("input", () => {
+      this.autosize();
+      this.updateCounter();
+    });
+    this.maxChars = Number(config.max_message_chars) || 0;
+    this.counter = h("div", { class: "chat-counter", id: "chat-counter", "aria-live": "polite", hidden: true });
+    if (this.maxChars) this.input.setAttribute("aria-describedby", "chat-counter");
+    this.editBar = h(
+      "div",
+      { class: "chat-editing", hidden: true },
+      h("span", {}, gettext("Editing your last question")),
+      button(gettext("Cancel edit"), () => actions.cancelEdit(), { cls: "chat-link-btn chat-cancel-edit" }),
+    );
+    this.sendButton = h("button", { type: "submit", class: "chat-btn chat-btn--primary chat-send-btn", "aria-label": CONTRACT_NAMES.send }, gettext("Send"));
+    this.stopButton = button(gettext("Stop"), () => actions.stop(), { cls: "chat-btn chat-btn--warning chat-stop-btn", ariaLabel: gettext("Stop generating") });
     this.stopButton.hidden = true;
-    const composer = h("form", { class: "chat-composer" }, this.input, this.sendButton, this.stopButton);
+    // Attachments: the paperclip opens the file picker; files may also be dropped on the tray or pasted.
+    const attach = config.attachments || null;
+    this.pendingCount = 0;
+    this.fileInput = h("input", {
+      type: "file", class: "chat-file-input", multiple: true, hidden: true, tabindex: "-1",
+      accept: (attach?.types || []).join(","),
+    });
+    this.fileInput.addEventListener("change", () => {
+      const files = [...this.fileInput.files];
+      this.fileInput.value = ""; // choosing the same file again fires change again
+      if (files.length) actions.attach(files);
+    });
+    this.attachButton = attach
+      ? h("button", { type: "button", class: "chat-icon-btn chat-attach-btn", "aria-label": gettext("Attach file"), title: gettext("Attach an image or a PDF"),
+        onclick: () => this.fileInput.click() }, icon(PAPERCLIP, "chat-icon"))
+      : null;
+    this.pendingEl = h("ul", { class: "chat-pending", "aria-label": gettext("Files to send"), hidden: true });
+    if (attach) {
+      this.input.addEventListener("paste", (e) => {
+        const files = [...(e.clipboardData?.files || [])];
+        if (!files.length) return; // plain text pastes as usual
+        e.preventDefault();
+        actions.attach(files);
+      });
+    }
+    const composer = h("form", { class: "chat-composer" }, this.attachButton, this.fileInput, this.input, this.sendButton, this.stopButton);
+    const composerWrap = h("div", { class: "chat-composer-wrap" }, this.editBar, this.pendingEl, composer, this.counter);
     composer.addEventListener("submit", (e) => {
       e.preventDefault();
       this.submit();
@@ -80,13 +142,34 @@ export class TrayView {
       { class: "chat-tray", id: "chat-tray-panel", "aria-labelledby": "chat-tray-title", hidden: true },
       header,
       this.connectionEl,
+      this.offlineEl,
       this.historySlot,
       this.log,
+      this.jumpButton,
       this.noticeEl,
-      composer,
+      composerWrap,
     );
+    if (attach) {
+      // dropping files anywhere on the tray attaches them
+      this.panelEl.addEventListener("dragover", (e) => {
+        if (![...(e.dataTransfer?.types || [])].includes("Files")) return;
+        e.preventDefault();
+        this.panelEl.classList.add("is-dropping");
+      });
+      this.panelEl.addEventListener("dragleave", (e) => {
+        if (!this.panelEl.contains(e.relatedTarget)) this.panelEl.classList.remove("is-dropping");
+      });
+      this.panelEl.addEventListener("drop", (e) => {
+        this.panelEl.classList.remove("is-dropping");
+        const files = [...(e.dataTransfer?.files || [])];
+        if (!files.length) return;
+        e.preventDefault();
+        actions.attach(files);
+      });
+    }
     root.replaceChildren(this.launcher, this.panelEl);
-    this.panel = new FloatingPanel(root);
+    // after a panel closes, focus goes back where it was or, if that is gone, to the message input
+    this.panel = new FloatingPanel(root, { fallbackFocus: () => (this.isOpen ? this.input : this.launcher) });
     // Escape closes the panel, then the tray - when focus is in the tray or nowhere in
     // particular, so a page's own dialogs keep their Escape.
     document.addEventListener("keydown", (e) => {
@@ -94,6 +177,7 @@ export class TrayView {
       const focus = document.activeElement;
       if (focus && focus !== document.body && !root.contains(focus)) return;
       if (this.panel.isOpen) this.panel.close();
+      else if (this.editBar && !this.editBar.hidden) actions.cancelEdit();
       else if (this.isOpen) actions.close();
       else return;
       e.preventDefault();
@@ -106,12 +190,130 @@ export class TrayView {
     this.historySlot = el;
   }
 
+  /**
+   * The files waiting to be sent, as chips: a thumbnail (or a document icon) and the name, "uploading…"
+   * while they upload, and a remove button each.
+   * @param {Array<{key, name, status, data, preview}>} items
+   * @param {(item) => void} remove
+   */
+  showPending(items, remove) {
+    this.pendingCount = items.length;
+    this.pendingEl.hidden = !items.length;
+    this.pendingEl.replaceChildren(
+      ...items.map((item) => {
+        const thumb = item.data?.thumbnail_url || item.preview;
+        return h(
+          "li",
+          { class: `chat-pending__item${item.status === "uploading" ? " is-uploading" : ""}`, dataset: { name: item.name } },
+          thumb ? h("img", { class: "chat-pending__thumb", src: thumb, alt: "" }) : icon("M6 2h9l5 5v15H6zM14 2v6h6", "chat-icon chat-pending__icon"),
+          h("span", { class: "chat-pending__name" }, item.name),
+          item.status === "uploading" ? h("span", { class: "chat-muted chat-pending__status" }, "uploading…") : null,
+          h("button", { type: "button", class: "chat-icon-btn chat-pending__remove", "aria-label": interpolate(gettext("Remove %(name)s"), { name: item.name }), title: gettext("Remove"),
+            onclick: () => remove(item) }, "×"),
+        );
+      }),
+    );
+  }
+
   submit() {
     const text = this.input.value;
-    if (!text.trim() || this.busy) return;
+    if ((!text.trim() && !this.pendingCount) || this.busy || this.overLimit) return;
     this.input.value = "";
     this.autosize();
-    this.actions.submit(text);
+    this.updateCounter();
+    if (this.actions.submit(text) === false) {
+      this.input.value = text; // refused (offline, busy): nothing typed is lost
+      this.updateCounter();
+    }
+  }
+
+  get overLimit() {
+    return this.maxChars > 0 && this.input.value.trim().length > this.maxChars;
+  }
+
+  /** Characters left, shown near the limit; over it, Send is disabled and the input says why. */
+  updateCounter() {
+    if (!this.maxChars) return;
+    const length = this.input.value.trim().length;
+    const over = length > this.maxChars;
+    this.counter.hidden = length < this.maxChars * 0.8;
+    this.counter.textContent = over
+      ? interpolate(ngettext("%(over)s character over the limit of %(max)s", "%(over)s characters over the limit of %(max)s", length - this.maxChars), { over: formatNumber(length - this.maxChars), max: formatNumber(this.maxChars) })
+      : `${formatNumber(length)} / ${formatNumber(this.maxChars)}`;
+    this.counter.classList.toggle("is-over", over);
+    this.sendButton.disabled = over;
+    if (over) this.input.setAttribute("aria-invalid", "true");
+    else this.input.removeAttribute("aria-invalid");
+  }
+
+  /** Edit mode: the last question in the composer, with a way out. */
+  showEditing(on, text = "") {
+    this.editBar.hidden = !on;
+    this.root.classList.toggle("is-editing", on);
+    if (on) {
+      this.input.value = text;
+      this.autosize();
+      this.updateCounter();
+      this.input.focus();
+      this.input.setSelectionRange(text.length, text.length);
+    }
+  }
+
+  /** After a verdict: an optional comment box under the answer's actions (none when the verdict was cleared). */
+  showFeedbackComment(bar, message, onSubmit) {
+    bar.parentElement?.querySelector(".chat-feedback-form")?.remove();
+    if (!message) return;
+    const id = `chat-feedback-${message.id}`;
+    const area = h("textarea", { id, class: "chat-input chat-feedback-input", rows: "2", maxlength: "2000" }, message.feedback_comment || "");
+    const form = h(
+      "form",
+      { class: "chat-feedback-form" },
+      h("label", { for: id }, message.feedback === "bad" ? gettext("What went wrong? (optional)") : gettext("What was good? (optional)")),
+      area,
+      h(
+        "div",
+        { class: "chat-feedback-form__buttons" },
+        h("button", { type: "submit", class: "chat-btn chat-btn--primary" }, gettext("Send feedback")),
+        button(gettext("Skip"), () => form.remove(), { cls: "chat-btn chat-btn--secondary" }),
+      ),
+    );
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      await onSubmit(area.value.trim());
+      form.remove();
+      bar.querySelector(".chat-feedback[aria-pressed=true]")?.focus();
+    });
+    bar.after(form);
+    area.focus();
+  }
+
+  /** The browser has no network: a banner, until it is back. */
+  showOffline(offline) {
+    this.offlineEl.hidden = !offline;
+    this.root.classList.toggle("is-offline", offline);
+  }
+
+  /** On a phone, fold the sheet down to its header and composer (so the page's form shows); false unfolds it. */
+  stepAside(aside = true) {
+    const phone = typeof window.matchMedia === "function" && window.matchMedia(PHONE_QUERY).matches;
+    const on = aside && phone;
+    this.root.classList.toggle("is-aside", on);
+    this.expandButton.hidden = !on;
+    if (!on && !aside) this.scrollToEnd(true);
+  }
+
+  /** Regenerate only on the latest answer, Edit only on the latest question. */
+  refreshLatestActions() {
+    const answers = [...this.log.querySelectorAll(".chat-msg--assistant:not(.chat-msg--live)")];
+    const questions = [...this.log.querySelectorAll(".chat-msg--user")];
+    answers.forEach((el, i) => {
+      const btn = el.querySelector(".chat-regenerate");
+      if (btn) btn.hidden = i !== answers.length - 1;
+    });
+    questions.forEach((el, i) => {
+      const btn = el.querySelector(".chat-edit");
+      if (btn) btn.hidden = i !== questions.length - 1;
+    });
   }
 
   autosize() {
@@ -133,7 +335,7 @@ export class TrayView {
     this.panelEl.hidden = false;
     this.root.classList.add("is-open");
     this.launcher.setAttribute("aria-expanded", "true");
-    this.launcher.setAttribute("aria-label", "Close chat");
+    this.launcher.setAttribute("aria-label", gettext("Close chat"));
     if (focus) this.input.focus();
     this.scrollToEnd(true);
   }
@@ -141,9 +343,10 @@ export class TrayView {
   showClosed() {
     this.panel.close();
     this.panelEl.hidden = true;
+    this.stepAside(false);
     this.root.classList.remove("is-open");
     this.launcher.setAttribute("aria-expanded", "false");
-    this.launcher.setAttribute("aria-label", "Open chat");
+    this.launcher.setAttribute("aria-label", CONTRACT_NAMES.launcher);
     this.launcher.focus();
   }
 
@@ -167,23 +370,38 @@ export class TrayView {
   }
 
   setBusy(busy) {
+    const stopHadFocus = document.activeElement === this.stopButton;
     this.sendButton.hidden = busy;
     this.stopButton.hidden = !busy;
     this.root.classList.toggle("is-busy", busy);
+    for (const btn of this.log.querySelectorAll(".chat-regenerate, .chat-edit")) btn.disabled = busy;
+    if (stopHadFocus && !busy) this.input.focus(); // the Stop button is gone: never leave focus on <body>
   }
 
   /** The "reconnecting" banner, shown only while a run waits for the connection. */
   showReconnecting(show) {
     this.connectionEl.hidden = !show;
-    this.connectionEl.textContent = show ? "Connection lost — reconnecting…" : "";
+    this.connectionEl.textContent = show ? gettext("Connection lost — reconnecting…") : "";
   }
 
   // ---- the log -----------------------------------------------------------------------------------
 
-  appendMessage(el) {
+  /** Add to the log; `force` scrolls to it (the user's own message), else it follows only a reader at the bottom. */
+  appendMessage(el, { force = false } = {}) {
     this.welcome.hidden = true;
     this.log.append(el);
-    this.scrollToEnd(true);
+    if (force) this.scrollToEnd(true);
+    else this.contentChanged();
+  }
+
+  /** New content arrived: follow it if the reader is at the bottom, else show "Jump to latest". */
+  contentChanged() {
+    if (this.pinned) this.scrollToEnd(true);
+    else this.jumpButton.hidden = false;
+  }
+
+  distanceFromEnd() {
+    return this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight;
   }
 
   clearMessages() {
@@ -201,7 +419,7 @@ export class TrayView {
     for (const el of this.log.querySelectorAll(".chat-msg__tools")) {
       if (el.dataset.payloadId === String(payloadId)) {
         el.querySelector(".chat-payload-outcome")?.remove();
-        el.append(h("span", { class: `chat-tag chat-payload-outcome chat-tag--${outcome}` }, outcome));
+        el.append(h("span", { class: `chat-tag chat-payload-outcome chat-tag--${outcome}` }, outcomeLabel(outcome)));
       }
     }
   }
@@ -213,7 +431,7 @@ export class TrayView {
       "div",
       { class: "chat-error", role: "alert" },
       h("span", { class: "chat-error-text" }, message),
-      onRetry ? button("Retry", onRetry, { cls: "chat-btn chat-btn--secondary chat-retry-btn" }) : null,
+      onRetry ? button(gettext("Retry"), onRetry, { cls: "chat-btn chat-btn--secondary chat-retry-btn" }) : null,
     );
     this.log.append(this.errorEl);
     this.scrollToEnd(true);
@@ -235,10 +453,12 @@ export class TrayView {
     }, NOTICE_MS);
   }
 
-  /** Follow new content unless the user scrolled up to read. */
+  /** Scroll to the newest content (`force`), or only when the reader is already at the bottom. */
   scrollToEnd(force = false) {
-    const log = this.log;
-    if (force || log.scrollHeight - log.scrollTop - log.clientHeight < 80) log.scrollTop = log.scrollHeight;
+    if (!force && !this.pinned) return;
+    this.log.scrollTop = this.log.scrollHeight;
+    this.pinned = true;
+    this.jumpButton.hidden = true;
   }
 
   /** Tell the page (events bubble from the tray's root to `document`). */

@@ -676,7 +676,8 @@ def make_abstract(kind: str, s: dict[str, str], topic: Topic, rng: random.Random
         methods = (f"We searched MEDLINE, Embase and trial registries through {rng.choice(['March', 'June', 'September', 'December'])} "
                    f"{rng.randint(2021, 2024)} for randomized trials of {s['intervention']} in {s['condition']}. "
                    f"Random-effects models pooled {s['k']} trials including {rng.randint(2000, 48000):,} participants.")
-        results = (f"{cap(s['intervention'])} improved {s['outcome']} compared with {s['comparator']} ({hazard(rng).replace('hazard ratio', 'pooled risk ratio')}; "
+        pooled = hazard(rng).replace("hazard ratio", "pooled risk ratio")
+        results = (f"{cap(s['intervention'])} improved {s['outcome']} compared with {s['comparator']} ({pooled}; "
                    f"I2={rng.randint(0, 62)}%). Effects were consistent across subgroups defined by {s['biomarker']}.")
     else:  # biomarker
         methods = (f"In {s['a_design']}, we measured {s['biomarker']} at baseline and during treatment in {n} "

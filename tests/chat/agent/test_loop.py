@@ -56,7 +56,8 @@ async def test_tool_round_trip_inserts_marker_and_pairs_result() -> None:
     # the second model call saw the tool_use and its paired tool_result
     second = ScriptedProvider.requests[1].messages
     assert second[-2]["content"][-1]["type"] == "tool_use"
-    assert second[-1]["content"][0] == {"type": "tool_result", "tool_use_id": "toolu_1", "content": "3"}
+    # (its output marked as data: a tool result is never an instruction)
+    assert second[-1]["content"][0] == {"type": "tool_result", "tool_use_id": "toolu_1", "content": '<data source="tool:add">\n3\n</data>'}
 
 
 async def test_generator_tool_streams_progress_and_returns_payload() -> None:

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,54 +16,19 @@ import pytest
 from chat.agent.loop import run_agent_loop
 from chat.agent.types import AgentComplete, AgentTool, AgentToolComplete, ToolContext
 from chat.providers.anthropic import AnthropicProvider
-from chat.providers.base import MessageEnd, ProviderError, ProviderEvent, ProviderRequest, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
+from chat.providers.base import MessageEnd, ProviderError, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
+from tests.chat.providers.common import MODEL, WEATHER_TOOL, collect, collect_until_error, make_request, texts
 from tests.fakes.anthropic_server import FakeAnthropicServer, error_mid_stream, http_error, overloaded, rate_limited, stall, text_response, tool_use_response
 
 API_KEY = "sk-ant-test-SECRET-123"
+FAKE_SERVER = FakeAnthropicServer  # served by the `server` fixture (conftest.py)
 ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeAnthropicServer]:
-    with FakeAnthropicServer() as fake:
-        yield fake
 
 
 def make_provider(server: FakeAnthropicServer, **overrides: Any) -> AnthropicProvider:
     """A provider with test-sized retry and stall timings."""
-    options: dict[str, Any] = {"max_retries": 2, "retry_backoff": 0.01, "stall_timeout": 5.0, "timeout": 10.0}
+    options: dict[str, Any] = {"max_retries": 2, "retry_backoff": 0.01, "stall_timeout": 5.0, "timeout": 10.0, "prompt_caching": False}
     return AnthropicProvider(api_key=API_KEY, base_url=server.base_url, **{**options, **overrides})
-
-
-def make_request(**overrides: Any) -> ProviderRequest:
-    fields: dict[str, Any] = {
-        "system": "You are terse.", "messages": [{"role": "user", "content": "Hi"}], "tools": [],
-        "model": "claude-test-1", "max_tokens": 256,
-    }
-    return ProviderRequest(**{**fields, **overrides})
-
-
-async def collect(provider: AnthropicProvider, request: ProviderRequest | None = None) -> list[ProviderEvent]:
-    return [event async for event in provider.stream(request or make_request())]
-
-
-async def collect_until_error(provider: AnthropicProvider) -> tuple[list[ProviderEvent], ProviderError]:
-    """Events yielded before the ProviderError that must end the stream, and that error."""
-    events: list[ProviderEvent] = []
-    with pytest.raises(ProviderError) as caught:
-        async for event in provider.stream(make_request()):
-            events.append(event)
-    return events, caught.value
-
-
-def texts(events: list[ProviderEvent]) -> list[str]:
-    return [e.text for e in events if isinstance(e, TextDelta)]
-
-
-WEATHER_TOOL = {
-    "name": "get_weather", "description": "Weather for a city.",
-    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-}
 
 
 # ---- streaming -----------------------------------------------------------------------------------
@@ -80,7 +44,7 @@ async def test_text_deltas_arrive_in_order_with_usage(server: FakeAnthropicServe
     assert end.stop_reason == "end_turn"
     assert end.usage == Usage(input_tokens=21, output_tokens=4)  # 1 at message_start, cumulative 4 at the end
     json.dumps(end.raw)  # must be JSON-serialisable for diagnostics
-    assert end.raw["model"] == "claude-test-1"
+    assert end.raw["model"] == MODEL
     assert end.raw["content"] == [{"type": "text", "text": "Hello world"}]
     assert end.raw["usage"]["output_tokens"] == 4
 
@@ -123,7 +87,7 @@ async def test_request_shape(server: FakeAnthropicServer) -> None:
     first, second = server.message_requests
     assert first.path == "/v1/messages"
     assert first.body == {
-        "model": "claude-test-1", "max_tokens": 123, "stream": True, "system": "Be brief.",
+        "model": MODEL, "max_tokens": 123, "stream": True, "system": "Be brief.",
         "messages": history, "tools": [WEATHER_TOOL], "tool_choice": {"type": "none"}, "temperature": 0.3,
     }
     assert first.headers["authorization"] == f"Bearer {API_KEY}"
@@ -143,6 +107,41 @@ async def test_system_role_messages_are_moved_to_top_level_system(server: FakeAn
     assert body["system"] == "Base.\n\nPage: /shop"
     assert [m["role"] for m in body["messages"]] == ["user"]
     assert body["tool_choice"] == {"type": "auto"}
+
+
+async def test_prompt_caching_marks_tools_system_and_history_breakpoints(server: FakeAnthropicServer) -> None:
+    server.enqueue(text_response("ok"))
+    history = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Where?"}]},
+        {"role": "user", "content": "Oslo"},
+    ]
+    request = make_request(system="Be brief.", messages=history, tools=[WEATHER_TOOL, {**WEATHER_TOOL, "name": "other"}])
+    await collect(make_provider(server, prompt_caching=True), request)
+
+    body = server.message_requests[0].body
+    ephemeral = {"type": "ephemeral"}
+    assert body["system"] == [{"type": "text", "text": "Be brief.", "cache_control": ephemeral}]
+    assert "cache_control" not in body["tools"][0] and body["tools"][1]["cache_control"] == ephemeral
+    assert body["messages"][0] == {"role": "user", "content": "Weather?"}
+    assert body["messages"][1]["content"] == [{"type": "text", "text": "Where?", "cache_control": ephemeral}]  # the stable prefix
+    assert body["messages"][2]["content"] == [{"type": "text", "text": "Oslo", "cache_control": ephemeral}]  # the last message
+    assert request.messages == history and "cache_control" not in request.tools[1]  # the request itself is untouched
+    breakpoints = json.dumps(body).count("cache_control")
+    assert breakpoints <= 4  # the API's limit
+
+
+async def test_cache_read_and_write_tokens_are_recorded(server: FakeAnthropicServer) -> None:
+    scenario = text_response("cached")
+    start = scenario["steps"][0][2]["message"]
+    start["usage"] = {"input_tokens": 7, "output_tokens": 1, "cache_read_input_tokens": 1800, "cache_creation_input_tokens": 240}
+    server.enqueue(scenario)
+    events = await collect(make_provider(server, prompt_caching=True))
+
+    end = events[-1]
+    assert isinstance(end, MessageEnd)
+    assert end.usage == Usage(input_tokens=7, output_tokens=2, cache_read_tokens=1800, cache_write_tokens=240)
+    assert end.usage.as_dict() == {"input_tokens": 7, "output_tokens": 2, "cache_read_tokens": 1800, "cache_write_tokens": 240}
 
 
 # ---- retries and errors --------------------------------------------------------------------------
@@ -284,7 +283,7 @@ async def test_agent_loop_tool_round_trip(server: FakeAnthropicServer) -> None:
     tools = {"get_weather": AgentTool("get_weather", WEATHER_TOOL["description"], WEATHER_TOOL["input_schema"], weather)}
     events = [e async for e in run_agent_loop(
         provider=make_provider(server), system="Sys.", messages=[{"role": "user", "content": "Weather in Oslo?"}],
-        tools=tools, model="claude-test-1", max_tokens=200, temperature=0.0)]
+        tools=tools, model=MODEL, max_tokens=200, temperature=0.0)]
 
     assert calls == [{"city": "Oslo"}]
     assert any(isinstance(e, AgentToolComplete) and e.result.text == "sunny" for e in events)
@@ -298,7 +297,7 @@ async def test_agent_loop_tool_round_trip(server: FakeAnthropicServer) -> None:
         {"type": "tool_use", "id": "toolu_w", "name": "get_weather", "input": {"city": "Oslo"}},
     ]}
     assert second.body["messages"][2] == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_w", "content": "sunny"},
+        {"type": "tool_result", "tool_use_id": "toolu_w", "content": '<data source="tool:get_weather">\nsunny\n</data>'},
     ]}
 
 
@@ -331,7 +330,7 @@ async def test_fake_server_runs_as_a_separate_process(tmp_path: Path) -> None:
             assert proc.stdout is not None
             line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 10)
             port = int(line.split()[1])
-            provider = AnthropicProvider(api_key=API_KEY, base_url=f"http://127.0.0.1:{port}", max_retries=0)
+            provider = AnthropicProvider(api_key=API_KEY, base_url=f"http://127.0.0.1:{port}", max_retries=0, prompt_caching=False)
             assert texts(await collect(provider)) == ["from ", "process"]
             assert texts(await collect(provider)) == ["again"]  # the default once the queue is empty
 

@@ -31,7 +31,7 @@ class RecordingLog(RunLog):
         log[first_seq - 1:] = events
         return True
 
-    async def rewrite(self, run_id: str, events: list[str], *, terminal: bool) -> None:
+    async def rewrite(self, run_id: str, events: list[str], *, terminal: bool, first_seq: int = 1) -> None:
         self.entries[run_id] = list(events)
 
     async def close_stream(self, run_id: str, before_seq: str, after_seq: str) -> int:
@@ -119,3 +119,48 @@ async def test_the_memory_backend_keeps_nothing_to_share() -> None:
 
 async def _never(run_id: str, missing_for: float | None) -> Any:
     raise AssertionError("not asked")
+
+
+# ---- memory bounds -------------------------------------------------------------------------------
+
+
+async def test_a_run_holds_at_most_its_bound_of_events_and_a_lagging_follower_resyncs() -> None:
+    handle = RunHandle("run-6", 5, 1, max_events=10)
+    handle.append(StatusEvent.wire, message="a")
+    lagging = handle.follow(0)
+    assert await anext(lagging) == (1, handle.events[0])
+    for i in range(40):
+        handle.append(TextDeltaEvent.wire, text=str(i))
+    assert len(handle.events) <= 10 and handle.last_seq == 41 and handle.base == 41 - len(handle.events)
+    assert handle.bytes == sum(len(e) for e in handle.events)
+    assert [json.loads(e)["seq"] for e in handle.events] == list(range(handle.base + 1, 42))
+    with pytest.raises(ResyncRequired):  # it still needs seq 2, which is gone
+        await anext(lagging)
+    with pytest.raises(ResyncRequired):
+        async for _ in handle.follow(0):
+            pass
+    handle.end(CancelledEvent.wire)
+    assert [seq async for seq, _ in handle.follow(39)] == [40, 41, 42]  # a follower near the end is unaffected
+
+
+async def test_a_run_holds_at_most_its_bound_of_bytes() -> None:
+    handle = RunHandle("run-7", 5, 1, max_bytes=5000)
+    for _ in range(200):
+        handle.append(TextDeltaEvent.wire, text="x" * 100)
+        assert handle.bytes <= 5000
+    assert handle.last_seq == 200 and handle.events[-1] and json.loads(handle.events[-1])["seq"] == 200
+
+
+async def test_events_not_yet_in_the_shared_log_are_never_released() -> None:
+    shared = RecordingLog(fail=10**6)  # the store is down: nothing is written
+    handle = RunHandle("run-8", 5, 1, shared, max_events=10)
+    for i in range(30):
+        handle.append(TextDeltaEvent.wire, text=str(i))
+    assert len(handle.events) == 30 and handle.base == 0  # over the bound, but only memory has them
+    shared.fail = 0
+    assert await handle.wait_durable(30, timeout=5)
+    handle.append(TextDeltaEvent.wire, text="next")
+    assert len(handle.events) <= 10 and shared.entries["run-8"][-1] == handle.events[-2]
+    handle.end(CancelledEvent.wire)
+    assert await handle.wait_durable(32, timeout=5)
+    assert [json.loads(e)["seq"] for e in shared.entries["run-8"]] == list(range(1, 33))  # the log has them all

@@ -1,6 +1,7 @@
 """The run-log backend is chosen by CHAT_RUN_LOG_BACKEND (default: Redis Streams when a Redis URL is set)."""
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from typing import Any
@@ -59,3 +60,40 @@ async def test_redis_streams_append_close_and_follow() -> None:
     finally:
         await log.redis.delete(log.key(run_id))
         await log.close()
+
+
+async def _finish(manager: RunManager, run_id: str, n: int) -> None:
+    handle = manager.create(run_id, 1, 1)
+
+    async def work() -> None:
+        for i in range(n):
+            handle.append(StatusEvent.wire, message="x" * 100 + str(i))
+        handle.end(CancelledEvent.wire)
+
+    await manager.start(handle, work())
+
+
+async def test_a_process_lets_go_of_finished_runs_oldest_first_beyond_its_bound(settings: Any) -> None:
+    settings.CHAT_REDIS_URL = ""
+    settings.CHAT_PROCESS_MEMORY_MAX_BYTES = 50_000
+    manager = RunManager()
+    for i in range(10):
+        await _finish(manager, f"r{i}", 100)  # ~16 KB of events each
+    assert manager.held_bytes() <= 50_000
+    assert "r9" in manager.handles and "r0" not in manager.handles
+    kept = sorted(manager.handles)
+    assert kept == [f"r{i}" for i in range(10 - len(kept), 10)]  # the newest ones
+
+
+async def test_with_a_shared_log_a_finished_run_is_let_go_once_the_log_holds_it(settings: Any) -> None:
+    settings.CHAT_RUN_LOG_BACKEND = "tests.chat.runs.test_handle.RecordingLog"
+    manager = RunManager()
+    await _finish(manager, "r-shared", 50)
+    for _ in range(50):
+        if "r-shared" not in manager.handles:
+            break
+        await asyncio.sleep(0.01)
+    assert "r-shared" not in manager.handles and manager.held_bytes() == 0
+    # a new follower reads the shared log: every event, in order
+    got = [seq async for seq, _ in manager.follow("r-shared", 0)]
+    assert got == list(range(1, 52))

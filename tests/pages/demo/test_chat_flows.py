@@ -42,10 +42,11 @@ async def test_home_create_stream_flow(user: Any) -> None:
     assert await stream.channels.acount() == 2
     nav = next(a for a in done["suggested_actions"] if a["action"] == "navigate")
     assert nav["data"]["route"] == f"/research-streams/{stream.pk}/"
-    # the same button again: refused, nothing created
+    assert done["action_result"] == {"action": "create_stream", "status": "succeeded", "refresh": True}
+    # the same button again: answered in the conversation, nothing created
     await ws.chat(create["label"], context=ctx, conversation_id=conv, interaction_type="action_executed", action_metadata=meta)
-    err = await ws.recv()
-    assert err["type"] == "error" and err["code"] == "action_rejected"
+    again = (await ws.until_terminal())[-1]["payload"]
+    assert "already used" in again["message"] and again["action_result"]["status"] == "rejected"
     assert await ResearchStream.objects.filter(owner=user).acount() == 1
     await ws.close()
 

@@ -24,7 +24,11 @@ def _fast_hashing(settings: Any) -> None:
 
 @pytest.fixture
 def owner(django_user_model: Any) -> Any:
-    return django_user_model.objects.create_user(username="owner", password="pw")
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user(username="owner", password="pw")
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="pagechat_demo"))  # every demo flow
+    return user
 
 
 @pytest.fixture
@@ -328,8 +332,21 @@ def test_article_get(corpus: None) -> None:
 # ---- demo_setup --------------------------------------------------------------------------------------------------
 
 
-def test_demo_setup_is_idempotent(django_user_model: Any) -> None:
+def test_demo_setup_refuses_with_debug_off_unless_forced(django_user_model: Any, settings: Any) -> None:
+    from django.core.management.base import CommandError
+
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="refuses to run with DEBUG off"):
+        call_command("demo_setup", stdout=io.StringIO())
+    assert not django_user_model.objects.filter(username="demo").exists()
+    call_command("demo_setup", "--force", stdout=io.StringIO())
+    assert django_user_model.objects.get(username="demo").check_password("demo")
+
+
+def test_demo_setup_is_idempotent(django_user_model: Any, settings: Any) -> None:
     from rest_framework.authtoken.models import Token
+
+    settings.DEBUG = True  # a development copy (with DEBUG off it refuses without --force)
 
     def run() -> str:
         out = io.StringIO()

@@ -1,16 +1,21 @@
 """`manage.py demo_setup`: idempotently create the demo users, streams, a report and API tokens, then print how to log in."""
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandParser
+from django.contrib.auth.models import Permission
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
-from pages.demo.models import Article, Channel, Report, ResearchStream
 from pages.demo.data import load_articles
+from pages.demo.models import Article, Channel, Report, ResearchStream
 from pages.demo.search import article_search
+from tools.mcp import McpRefresh, mcp_server_refresh
+from tools.models import McpServer
 
 # (username, password, is_staff, is_superuser). demo is staff (admin + diagnostics) but deliberately not a
 # superuser, so the demo shows what a staff member sees; alice is a plain user to show per-user isolation.
@@ -18,7 +23,16 @@ USERS: list[tuple[str, str, bool, bool]] = [
     ("demo", "demo", True, False),
     ("admin", "admin", True, True),
     ("alice", "alice", False, False),
+    ("viewer", "viewer", False, False),
 ]
+DEMO_MODELS = ("researchstream", "channel", "report", "article")
+# Which demo flows each user may use (docs/permissions.md): demo and alice all of them; viewer only looks.
+# admin is a superuser and has every permission anyway.
+USER_PERMISSIONS: dict[str, list[str]] = {
+    "demo": [f"{action}_{model}" for model in DEMO_MODELS for action in ("add", "change", "delete", "view")],
+    "alice": [f"{action}_{model}" for model in DEMO_MODELS for action in ("add", "change", "delete", "view")],
+    "viewer": [f"view_{model}" for model in DEMO_MODELS],
+}
 
 STREAMS: dict[str, list[dict[str, Any]]] = {
     "demo": [
@@ -96,34 +110,74 @@ STREAMS: dict[str, list[dict[str, Any]]] = {
     ],
 }
 
+# The demo's MCP tool server (pages/demo/mcp_server.py): the article corpus over MCP, started over stdio by the chat
+# engine for each call; its tools (corpus__search_articles, corpus__get_article) on these pages, approval first.
+MCP_SERVER_NAME = "corpus"
+MCP_SERVER_PAGES = ["streams_list"]
+
 REPORT_SIZE = 12
+# Staff demo users may look at (never change) the chat's records and the demo's data in the admin.
+VIEW_APPS = ("pagechat", "pagechat_tools", "pagechat_payloads", "pagechat_pages", "pagechat_demo")
+
+
+def view_permissions() -> list[Permission]:
+    """The `view_*` permissions of the product's and the demo's models."""
+    return list(Permission.objects.filter(content_type__app_label__in=VIEW_APPS, codename__startswith="view_"))
 
 
 class Command(BaseCommand):
-    help = "Create the demo users (demo/demo, admin/admin, alice/alice), sample streams, a report and API tokens."
+    help = "Create the demo users (demo/demo, admin/admin, alice/alice, viewer/viewer), their permissions, sample streams, a report and API tokens."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--base-url", default="http://127.0.0.1:8000", help="Printed in the login hint.")
+        parser.add_argument("--force", action="store_true",
+                            help="Run even with DEBUG off (creates accounts whose password is their username).")
 
-    def handle(self, *args: Any, base_url: str, **options: Any) -> None:
+    def handle(self, *args: Any, base_url: str, force: bool = False, **options: Any) -> None:
+        if not settings.DEBUG and not force:
+            raise CommandError("demo_setup creates accounts whose password equals their username; it refuses to run "
+                               "with DEBUG off (a production site). Set DEBUG=1 for a development copy, or pass --force.")
         with transaction.atomic():
             # The corpus normally arrives with `migrate`; reload it if something (e.g. a flush) emptied the table.
             loaded = load_articles(Article)
             users = {username: self._user(username, password, staff, superuser)
                      for username, password, staff, superuser in USERS}
+            for username, codenames in USER_PERMISSIONS.items():
+                # exactly these: a rerun also takes back what someone granted by hand
+                users[username].user_permissions.set(Permission.objects.filter(content_type__app_label="pagechat_demo", codename__in=codenames))
             for username, streams in STREAMS.items():
                 for spec in streams:
                     self._stream(users[username], spec)
             tokens = {username: Token.objects.get_or_create(user=user)[0].key for username, user in users.items()}
+            viewing = view_permissions()
+            for username, _, staff, superuser in USERS:
+                if staff and not superuser:  # a superuser has every permission already
+                    users[username].user_permissions.add(*viewing)
         if loaded:
             self.stdout.write(f"Loaded {loaded} articles into the corpus.")
+        refreshed = self._mcp_server()  # outside the transaction: it starts the server's process
+        if refreshed.error:
+            self.stdout.write(self.style.WARNING(f"MCP server {refreshed.server}: {refreshed.error}"))
+        else:
+            self.stdout.write(f"MCP server {refreshed.server}: {', '.join(refreshed.tools)} (admin: Pagechat tools > MCP servers).")
         self.stdout.write(self.style.SUCCESS("Demo data is ready."))
         self.stdout.write(f"Log in at {base_url.rstrip('/')}/login/")
         for username, password, staff, superuser in USERS:
-            role = "superuser" if superuser else "staff" if staff else "user"
+            role = "superuser" if superuser else "staff" if staff else "view only" if username == "viewer" else "user"
             self.stdout.write(f"  {username} / {password}  ({role})")
         self.stdout.write(f"API token for demo: {tokens['demo']}")
         self.stdout.write("  e.g. curl -H 'Authorization: Token <token>' " f"{base_url.rstrip('/')}/api/conversations/")
+
+    def _mcp_server(self) -> McpRefresh:
+        """Register the demo's MCP server (staff's later changes to pages, approval or groups are kept) and list its tools."""
+        where = {"command": sys.executable, "args": ["-m", "pages.demo.mcp_server"], "cwd": str(settings.BASE_DIR)}
+        server, created = McpServer.objects.get_or_create(name=MCP_SERVER_NAME, defaults={
+            "transport": McpServer.STDIO, "pages": MCP_SERVER_PAGES, "require_approval": True, "timeout": 30.0, **where})
+        if not created and any(getattr(server, key) != value for key, value in where.items()):  # e.g. another checkout's venv
+            for key, value in where.items():
+                setattr(server, key, value)
+            server.save()
+        return mcp_server_refresh(server=server)
 
     def _user(self, username: str, password: str, staff: bool, superuser: bool) -> Any:
         """Get or create the user and bring flags and password to the documented values."""

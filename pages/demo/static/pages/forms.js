@@ -44,3 +44,23 @@ export function card(rows, intro = null) {
   }
   return h("div", { class: "proposal-card" }, intro ? h("p", { class: "proposal__intro" }, intro) : null, dl);
 }
+
+/**
+ * Reload the page's main region from the server (after a server action changed it), leaving the chat tray
+ * alone. `url` (same-origin) also becomes the address. The HTML is this site's own rendering, not model output.
+ */
+export async function refreshMain(url = window.location.href) {
+  const target = new URL(url, window.location.origin);
+  if (target.origin !== window.location.origin) return false;
+  const response = await fetch(target, { credentials: "same-origin", headers: { Accept: "text/html" } });
+  if (!response.ok) return false;
+  const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+  const fresh = doc.getElementById("main");
+  const main = document.getElementById("main");
+  if (!fresh || !main) return false;
+  main.replaceChildren(...Array.from(fresh.childNodes, (node) => document.importNode(node, true)));
+  if (target.href !== window.location.href) window.history.replaceState(null, "", target.href);
+  document.title = doc.title || document.title;
+  main.dataset.refreshed = String(Number(main.dataset.refreshed || 0) + 1);
+  return true;
+}

@@ -1,20 +1,21 @@
 /** Home page: preview the proposed research stream, and let the page's prompt chips ask the tray. */
 import { registerPageHandlers, onTrayReady } from "/static/chat/registry.js";
-import { card } from "/static/pages/forms.js";
+import { card, refreshMain } from "/static/pages/forms.js";
+import { gettext } from "/static/chat/i18n.js";
 
 registerPageHandlers({
   payloadHandlers: {
     research_stream_form: {
-      title: "Research stream preview",
+      title: gettext("Research stream preview"),
       width: "460px",
       render(data) {
         const channels = (data.channels || []).map((c) => `${c.name} (${c.type}): ${(c.keywords || []).join(", ")}`);
         return card([
-          ["Name", data.stream_name],
-          ["Purpose", data.purpose],
-          ["Reports", data.report_frequency],
-          ["Channels", channels],
-        ], "Use the Create button in the chat to create this stream.");
+          [gettext("Name"), data.stream_name],
+          [gettext("Purpose"), data.purpose],
+          [gettext("Reports"), data.report_frequency],
+          [gettext("Channels"), channels],
+        ], gettext("Use the Create button in the chat to create this stream."));
       },
     },
   },
@@ -26,4 +27,9 @@ document.addEventListener("click", (event) => {
   if (!link) return;
   event.preventDefault();
   onTrayReady((tray) => tray.send(link.dataset.chatPrompt, "text_input"));
+});
+
+// A stream created from the chat: show it in "Recent streams" and the stats without leaving the page.
+document.addEventListener("pagechat:refresh", (event) => {
+  if (event.detail.action === "create_stream") refreshMain();
 });

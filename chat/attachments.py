@@ -1,0 +1,272 @@
+"""Attachments: images and PDFs a user sends with a message.
+
+An upload is judged by its bytes (magic numbers, then Pillow for images), never by its name or the request's
+content type; it is stored through Django's storage API under a random name, served only to its owner, and turned
+into the model's content blocks (Anthropic-style `image` / `document`, or a plain note for a model that cannot
+read them) when a turn's history is built.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import io
+import logging
+import re
+import unicodedata
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.core.files.base import ContentFile
+from django.db import transaction
+from django.urls import reverse
+from django.utils import timezone
+from PIL import Image, UnidentifiedImageError
+
+from chat.conf import chat_settings
+from chat.errors import BadRequest, NotFound, RateLimited
+from chat.models import Attachment, Message
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django.core.files.uploadedfile import UploadedFile
+
+log = logging.getLogger(__name__)
+
+IMAGE_TYPES: dict[str, str] = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
+PDF = "application/pdf"
+ACCEPTED_TYPES: tuple[str, ...] = (*IMAGE_TYPES.values(), PDF)
+THUMBNAIL_SIZE = (320, 320)
+MAX_IMAGE_PIXELS = 40_000_000  # a larger image is refused (decompression bombs; no model takes it whole anyway)
+UNSENT_PER_MESSAGE_LIMIT = 4  # a user may have this many messages' worth of uploads waiting to be sent
+BLOCK = "attachment"  # the placeholder block type in built history, resolved per provider by `blocks_resolve`
+
+
+def content_type_sniff(head: bytes) -> str | None:
+    """The accepted content type these first bytes announce (magic numbers), or None."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    if head.startswith(b"%PDF-"):
+        return PDF
+    return None
+
+
+def name_clean(name: str) -> str:
+    """The uploaded name for display: its last path part, no control characters, at most 200 characters."""
+    base = re.split(r"[\\/]", name or "")[-1]
+    base = "".join(ch for ch in unicodedata.normalize("NFC", base) if unicodedata.category(ch)[0] != "C").strip()
+    return (base or "attachment")[:200]
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    width: int
+    height: int
+    thumbnail: bytes
+
+
+def _image_facts(data: bytes, content_type: str) -> ImageFacts:
+    """Pillow's reading of an image whose magic number said `content_type`: it must agree, decode and be of sane size."""
+    try:
+        with Image.open(io.BytesIO(data)) as probe:
+            if IMAGE_TYPES.get(probe.format or "") != content_type:
+                raise BadRequest("The file's contents do not match an image type it claims.", code="unsupported_type")
+            width, height = probe.size
+            if width * height > MAX_IMAGE_PIXELS:
+                raise BadRequest(f"The image is too large ({width} x {height} pixels).", code="too_large")
+            probe.verify()
+        with Image.open(io.BytesIO(data)) as img:  # verify() leaves the image unusable: open it again to draw
+            img.seek(0)
+            img.thumbnail(THUMBNAIL_SIZE)
+            rgb = img.convert("RGBA")
+            flat = Image.new("RGB", rgb.size, (255, 255, 255))
+            flat.paste(rgb, mask=rgb.getchannel("A"))
+            out = io.BytesIO()
+            flat.save(out, format="JPEG", quality=80)
+    except BadRequest:
+        raise
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError, SyntaxError) as exc:
+        log.info("attachment image refused: %s", exc)
+        raise BadRequest("The image could not be read.", code="unsupported_type") from None
+    return ImageFacts(width=width, height=height, thumbnail=out.getvalue())
+
+
+def attachment_create(*, user: User, upload: UploadedFile) -> Attachment:
+    """Store an upload as the user's unsent attachment, or refuse it (`too_large`, `unsupported_type`)."""
+    limit = chat_settings.CHAT_MAX_ATTACHMENT_BYTES
+    waiting = Attachment.objects.filter(owner=user, message__isnull=True).count()
+    if waiting >= UNSENT_PER_MESSAGE_LIMIT * chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE:  # storage is not a dump
+        raise RateLimited("Too many files are waiting to be sent: send or remove some first.")
+    if upload.size is not None and upload.size > limit:
+        raise BadRequest(f"The file is larger than {_size_text(limit)}.", code="too_large")
+    data = upload.read(limit + 1)
+    if len(data) > limit:
+        raise BadRequest(f"The file is larger than {_size_text(limit)}.", code="too_large")
+    if not data:
+        raise BadRequest("The file is empty.", code="unsupported_type")
+    content_type = content_type_sniff(data[:16])
+    if content_type is None:
+        raise BadRequest("Only images (PNG, JPEG, WebP, GIF) and PDF files can be attached.", code="unsupported_type")
+    facts = _image_facts(data, content_type) if content_type != PDF else None
+    if content_type == PDF and b"%%EOF" not in data[-2048:]:
+        raise BadRequest("The PDF file is incomplete.", code="unsupported_type")
+    att = Attachment(owner=user, name=name_clean(upload.name or ""), content_type=content_type, size=len(data),
+                     sha256=hashlib.sha256(data).hexdigest())
+    if facts is not None:
+        att.width, att.height = facts.width, facts.height
+    att.file.save("upload", ContentFile(data), save=False)
+    try:
+        if facts is not None:
+            att.thumbnail.save("thumbnail", ContentFile(facts.thumbnail), save=False)
+        att.save()
+    except Exception:
+        for f in (att.file, att.thumbnail):
+            if f.name:
+                f.storage.delete(f.name)
+        raise
+    return att
+
+
+def attachment_get(*, user: User, attachment_id: str) -> Attachment | None:
+    """The user's attachment by id (sent or not); someone else's id is None exactly like a missing one."""
+    try:
+        pk = uuid.UUID(str(attachment_id))
+    except ValueError:
+        return None
+    return Attachment.objects.filter(pk=pk, owner=user).first()
+
+
+def attachment_discard(*, user: User, attachment_id: str) -> None:
+    """Delete one of the user's unsent attachments (the tray's chip "Remove"); a sent one stays with its message."""
+    att = attachment_get(user=user, attachment_id=attachment_id)
+    if att is None or att.message_id is not None:
+        raise NotFound("attachment not found")
+    att.delete()  # its files follow after commit (chat.signals)
+
+
+def attachments_claim(*, user: User, ids: Iterable[str], message: Message) -> list[Attachment]:
+    """Attach the user's unsent attachments to `message` (inside the caller's transaction); any other id is NotFound."""
+    wanted: list[uuid.UUID] = []
+    for raw in ids:
+        try:
+            pk = uuid.UUID(str(raw))
+        except ValueError:
+            raise NotFound("attachment not found") from None
+        if pk not in wanted:
+            wanted.append(pk)
+    if not wanted:
+        return []
+    if len(wanted) > chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE:
+        raise BadRequest(f"A message can carry at most {chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE} attachments.",
+                         code="too_large")
+    found = list(Attachment.objects.select_for_update().filter(pk__in=wanted, owner=user, message__isnull=True))
+    if len(found) != len(wanted):
+        raise NotFound("attachment not found")
+    for position, pk in enumerate(wanted):  # the order the sender chose, not the order the uploads finished in
+        Attachment.objects.filter(pk=pk).update(message=message, conversation_id=message.conversation_id, position=position)
+    order = {pk: i for i, pk in enumerate(wanted)}
+    return sorted(found, key=lambda a: order[a.pk])
+
+
+def attachments_unsent_purge(*, hours: float, dry_run: bool = False) -> list[str]:
+    """Remove uploads no message claimed within `hours` (their files follow after commit); the files' names."""
+    old = Attachment.objects.filter(message__isnull=True, created_at__lt=timezone.now() - timedelta(hours=hours))
+    names = [f.name for att in old for f in (att.file, att.thumbnail) if f.name]
+    if not dry_run:
+        with transaction.atomic():
+            old.delete()
+    return names
+
+
+def _size_text(n: int) -> str:
+    return f"{n / (1024 * 1024):.0f} MB" if n >= 1024 * 1024 else f"{max(n // 1024, 1)} KB"
+
+
+# ---- what clients see ----------------------------------------------------------------------------
+
+
+def attachment_data(att: Attachment) -> dict[str, Any]:
+    """{id, name, content_type, size, width, height, url, thumbnail_url}: an attachment as the API shows it."""
+    url = reverse("pagechat:attachment-file", args=[str(att.pk)])
+    return {
+        "id": str(att.pk), "name": att.name, "content_type": att.content_type, "size": att.size,
+        "width": att.width, "height": att.height, "url": url,
+        "thumbnail_url": reverse("pagechat:attachment-thumbnail", args=[str(att.pk)]) if att.thumbnail else None,
+    }
+
+
+def attachment_summary(att: Attachment) -> dict[str, Any]:
+    """What diagnostics and the export keep of an attachment: never its bytes."""
+    return {"id": str(att.pk), "name": att.name, "content_type": att.content_type, "size": att.size, "sha256": att.sha256}
+
+
+# ---- what the model gets -------------------------------------------------------------------------
+
+
+def placeholder_block(att: Attachment) -> dict[str, Any]:
+    """The attachment in built history, before the provider's blocks are known (see `blocks_resolve`)."""
+    return {"type": BLOCK, "id": str(att.pk), "name": att.name, "content_type": att.content_type, "size": att.size}
+
+
+def _note(block: dict[str, Any], why: str) -> dict[str, Any]:
+    return {"type": "text", "text": f"[Attachment {block['name']} ({block['content_type']}): {why}]"}
+
+
+def blocks_resolve(messages: list[dict[str, Any]], *, images: bool, documents: bool) -> list[dict[str, Any]]:
+    """Built history with its attachment placeholders replaced: `image` / `document` blocks (base64) where the
+    provider takes them, else a note saying the file was attached but this model cannot read it. The list is
+    copied; messages without attachments are shared."""
+    ids = [b["id"] for m in messages if isinstance(m.get("content"), list) for b in m["content"] if b.get("type") == BLOCK]
+    if not ids:
+        return messages
+    by_id = {str(a.pk): a for a in Attachment.objects.filter(pk__in=ids)}
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        content = m.get("content")
+        if not isinstance(content, list) or not any(b.get("type") == BLOCK for b in content):
+            out.append(m)
+            continue
+        blocks: list[dict[str, Any]] = []
+        for b in content:
+            if b.get("type") != BLOCK:
+                blocks.append(b)
+                continue
+            att = by_id.get(b["id"])
+            is_pdf = b["content_type"] == PDF
+            if att is None:
+                blocks.append(_note(b, "no longer available"))
+            elif (is_pdf and not documents) or (not is_pdf and not images):
+                blocks.append(_note(b, f"attached, but this model cannot read {'PDF documents' if is_pdf else 'images'}"))
+            else:
+                try:
+                    with att.file.open("rb") as fh:
+                        data = base64.b64encode(fh.read()).decode("ascii")
+                except OSError:
+                    log.warning("attachment %s: file missing from storage", att.pk)
+                    blocks.append(_note(b, "no longer available"))
+                    continue
+                source = {"type": "base64", "media_type": att.content_type, "data": data}
+                blocks.append({"type": "document", "source": source, "title": att.name} if is_pdf else {"type": "image", "source": source})
+        out.append({**m, "content": blocks})
+    return out
+
+
+def blocks_redact(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of request messages for diagnostics: each attachment's base64 replaced by its length."""
+    out = copy.deepcopy(messages)
+    for m in out:
+        content = m.get("content")
+        for b in content if isinstance(content, list) else []:
+            source = b.get("source") if isinstance(b, dict) else None
+            if isinstance(source, dict) and source.get("type") == "base64":
+                source["data"] = f"<{len(source.get('data') or '')} base64 characters>"
+    return out

@@ -1,0 +1,10 @@
+"""Operations URLs: include at the site's root (`path("", include("chat.ops_urls"))`): /healthz, /readyz, /metrics."""
+from django.urls import path
+
+from chat import ops
+
+urlpatterns = [
+    path("healthz", ops.healthz, name="chat-healthz"),
+    path("readyz", ops.readyz, name="chat-readyz"),
+    path("metrics", ops.metrics, name="chat-metrics"),
+]

@@ -1,0 +1,102 @@
+"""The offline model: deterministic, no network. It reads the request as a model would (the page's context,
+the user's words, the conversation so far, the tools and payloads the page offers) and answers through named
+intents (chat/providers/offline/intents.py) with text, tool calls, payloads, chips and buttons, so every flow of
+the product runs without a key. docs/offline-model.md says what it understands and how to add an intent."""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.utils import translation
+from django.utils.translation import gettext
+
+from chat.providers.base import MessageEnd, Provider, ProviderEvent, ProviderRequest, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
+from chat.providers.offline.intents import Intent, IntentRegistry, Reply, intent, intents
+from chat.providers.offline.reading import Reading
+
+__all__ = ["MODEL_NAME", "Intent", "IntentRegistry", "OfflineProvider", "Reading", "Reply", "decide", "intent", "intents"]
+MODEL_NAME = "pagechat-offline"  # what runs record as their model: never the configured CHAT_MODEL (it was not called)
+
+
+class OfflineProvider(Provider):
+    """A deterministic stand-in model that streams at `delay` seconds per chunk."""
+
+    name = "offline"
+    label = "Offline model"
+    is_offline = True
+
+    def __init__(self, delay: float = 0.02, **options: Any) -> None:
+        super().__init__(**options)
+        self.delay = delay
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> OfflineProvider:
+        return cls(delay=settings.CHAT_OFFLINE_DELAY)
+
+    def model_name(self, configured: str) -> str:
+        return MODEL_NAME
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        reply = decide(request)
+        out_tokens = 0
+        for chunk in _chunks(reply.text):
+            out_tokens += 1
+            yield TextDelta(chunk)
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            else:
+                await asyncio.sleep(0)
+        usage = Usage(input_tokens=_estimate(request), output_tokens=out_tokens)
+        if reply.tool is None:
+            yield MessageEnd("end_turn", usage, raw={"role": "assistant", "content": [{"type": "text", "text": reply.text}], "intent": reply.intent})
+            return
+        name, tool_input = reply.tool
+        tool_id = "toolu_off_" + hashlib.sha1(f"{len(request.messages)}:{name}:{json.dumps(tool_input, sort_keys=True)}".encode()).hexdigest()[:16]
+        raw = json.dumps(tool_input)
+        yield ToolUseStart(tool_id, name)
+        for i in range(0, len(raw), 16):
+            yield ToolInputDelta(tool_id, raw[i:i + 16])
+        yield ToolUseEnd(tool_id, name, tool_input)
+        content = ([{"type": "text", "text": reply.text}] if reply.text else []) + [{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}]
+        yield MessageEnd("tool_use", usage, raw={"role": "assistant", "content": content, "intent": reply.intent})
+
+
+def _chunks(text: str) -> list[str]:
+    return re.findall(r"\S+\s*|\s+", text)
+
+
+def _estimate(request: ProviderRequest) -> int:
+    return (len(request.system) + len(json.dumps(request.messages, default=str))) // 4
+
+
+LANGUAGE_CODE = re.compile(r"^The user's language is .*? \(`([A-Za-z0-9-]+)`\)", re.M)
+
+
+def reply_language(system: str) -> str | None:
+    """The language the system prompt's LANGUAGE section asks answers in, if it has one this site has a catalog for."""
+    m = LANGUAGE_CODE.search(system)
+    if m is None:
+        return None
+    try:
+        return translation.get_supported_language_variant(m.group(1).lower())
+    except LookupError:  # not one of the site's LANGUAGES: English
+        return None
+
+
+def decide(request: ProviderRequest) -> Reply:
+    """The whole policy: read the request, pick the best-scoring intent, let its handler answer (saying first
+    that it cannot open the files the message carries, and naming them) - in the language the prompt asks for (this
+    model's own phrases are translated; what it quotes from the page stays as it is)."""
+    with translation.override(reply_language(request.system) or "en"):
+        reading = Reading(request)
+        reply = intents.reply(reading)
+        if reading.attachments:
+            names = ", ".join(f"**{name}**" for name, _ in reading.attachments)
+            lead = gettext("I am the offline model and cannot open attachments: I see that you attached %(names)s, but not what "
+                           "is in them. Describe what you need from them in words.") % {"names": names}
+            return Reply(lead + ("\n\n" + reply.text if reply.text.strip() else ""), reply.tool, reply.intent)
+        return reply

@@ -1,0 +1,686 @@
+"""The offline model's intents: each scores a request (0 = not this one) and handles it; chosen by the highest score,
+ties by registration order, handled by name. Deterministic: the same request always gets the same reply."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils.translation import gettext as _, gettext_noop, ngettext
+
+from chat.providers.offline.reading import PAGE_WORDS, REQUEST_CONTEXT, STOPWORDS, PayloadOffer, Reading, data_body, norm, subject_words, tokens, words
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the model says; `tool` is a call to make (name, input); `intent` names the handler (diagnostics)."""
+
+    text: str
+    tool: tuple[str, dict[str, Any]] | None = None
+    intent: str = ""
+
+
+Matcher = Callable[[Reading], float]
+Handler = Callable[[Reading], Reply]
+
+
+@dataclass(frozen=True)
+class Intent:
+    name: str
+    match: Matcher
+    handle: Handler
+    description: str = ""
+
+
+class IntentRegistry:
+    """Intents by name; `choose` scores them all, `reply` runs the chosen one's handler."""
+
+    def __init__(self) -> None:
+        self._intents: dict[str, Intent] = {}
+
+    def register(self, name: str, match: Matcher, *, description: str = "") -> Callable[[Handler], Handler]:
+        """Decorator: register the handler under `name` with its matcher (a later registration replaces it)."""
+        def deco(handle: Handler) -> Handler:
+            self._intents[name] = Intent(name, match, handle, description or (handle.__doc__ or "").strip())
+            return handle
+        return deco
+
+    def unregister(self, name: str) -> None:
+        self._intents.pop(name, None)
+
+    def names(self) -> list[str]:
+        return list(self._intents)
+
+    def choose(self, reading: Reading) -> str:
+        """The name of the best-scoring intent ("help" when nothing scores)."""
+        best, best_score = "help", 0.0
+        for intent in self._intents.values():
+            score = float(intent.match(reading))
+            if score > best_score:
+                best, best_score = intent.name, score
+        return best
+
+    def reply(self, reading: Reading) -> Reply:
+        name = self.choose(reading)
+        reply = self._intents[name].handle(reading)
+        return Reply(reply.text, reply.tool, name)
+
+
+intents = IntentRegistry()
+intent = intents.register
+
+# ---- helpers -------------------------------------------------------------------------------------------------
+
+
+def values_line(values: list[dict[str, Any]]) -> str:
+    return "SUGGESTED_VALUES: " + json.dumps(values, ensure_ascii=False) if values else ""
+
+
+def actions_line(actions: list[dict[str, Any]]) -> str:
+    return "SUGGESTED_ACTIONS: " + json.dumps(actions, ensure_ascii=False) if actions else ""
+
+
+ASK_NAME = gettext_noop("What would you like to name the %(thing)s?")
+TYPE_NAME = gettext_noop("Type the name you'd like for the %(thing)s and send it.")
+ASK_VALUE = gettext_noop("What would you like the %(field)s to be?")
+
+
+def _said(phrase: str, text: str, **groups: str) -> re.Match[str] | None:
+    """Where this model said `phrase` (a msgid with `%(name)s` placeholders, matched by `groups`' patterns) in `text`,
+    in English or in the turn's language: it reads its own earlier questions in whichever it wrote them."""
+    for variant in dict.fromkeys([phrase, _(phrase)]):
+        pattern = re.escape(variant)
+        for name, group in groups.items():
+            pattern = pattern.replace(re.escape(f"%({name})s"), f"(?P<{name}>{group})")
+        m = re.search(pattern, text)
+        if m:
+            return m
+    return None
+
+
+def join(*parts: str) -> str:
+    return "\n".join(p for p in parts if p)
+
+
+def label(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def entity_topic(reading: Reading) -> str:
+    """The subject of what is on screen: the page's first topic or keyword, else its entity's name."""
+    for key, value in reading.facts:
+        if norm(key.lower()) in ("topic", "keyword"):
+            return value.split(",")[0].split(";")[0].strip()
+    for key, value in reading.facts:
+        if key.lower() in ("stream", "article", "report", "entity", "name", "title"):
+            return re.sub(r"\s*\(.*$", "", value).strip()
+    return ""
+
+
+def payload_topic(data: Any) -> str:
+    """The subject a payload is about: the first of its topics or keywords, else the first word of its name."""
+    stack = [data]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if norm(key) in ("topic", "keyword") and isinstance(value, list) and value and isinstance(value[0], str):
+                    return value[0]
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    name = name_field(data)
+    return str(data.get(name, "")).split(" ")[0] if name and isinstance(data, dict) else ""
+
+
+def name_field(data: Any) -> str | None:
+    """The key that names a payload (`stream_name`, `name`, `title`), if it has one."""
+    if not isinstance(data, dict):
+        return None
+    for key in data:
+        if key == "name" or key.endswith("_name") or key == "title":
+            return key
+    return None
+
+
+def fill(example: Any, topic: str) -> Any:
+    """The example payload with `{topic}` / `{Topic}` placeholders filled with the subject."""
+    raw = json.dumps(example, ensure_ascii=False)
+    t = topic.replace('"', "").replace("\\", "")
+    raw = raw.replace("{topic}", t).replace("{Topic}", titled(t))
+    return json.loads(raw)
+
+
+def titled(text: str) -> str:
+    return " ".join(w[:1].upper() + w[1:] for w in text.split())
+
+
+def proposal(reading: Reading, offer: PayloadOffer, data: Any, lead: str) -> Reply:
+    """A payload with its refinement chips (from the type's instructions), the matching server action and Cancel."""
+    actions = [
+        {"label": _action_label(a.name, offer), "action": a.name, "handler": "server", "data": data, "style": "primary"}
+        for a in reading.actions
+        # the action's description (not its name) must speak of this payload; a delete is never offered with one
+        if a.handler == "server" and not a.name.startswith("delete")
+        and words(offer.type + " " + offer.description) & (words(a.description) - words(a.name))
+    ][:2]
+    if any(a.name == "cancel" for a in reading.actions):
+        actions.append({"label": _("Cancel"), "action": "cancel", "handler": "client", "style": "secondary"})
+    return Reply(join(lead, f"{offer.marker} {json.dumps(data, ensure_ascii=False)}",
+                      values_line(offer.values_after("with the form")), actions_line(actions)))
+
+
+def _action_label(name: str, offer: PayloadOffer) -> str:
+    if name.startswith("create_"):
+        return _("Accept & %(action)s") % {"action": label(name).capitalize()}
+    return label(name).capitalize()
+
+
+def _type_named(reading: Reading, offer: PayloadOffer) -> int:
+    """How many words of the type's name the user said ("suggest" ~ "suggestions", "portfolio")."""
+    type_words = [w for w in offer.type.split("_") if len(w) > 3]
+    return sum(1 for w in type_words if any(t[:5] == w[:5] for t in tokens(reading.user_text) if len(t) > 3))
+
+
+def _offer_hits(reading: Reading, offer: PayloadOffer) -> int:
+    """Words shared with the offer's description, twice for words of its type's name."""
+    return len(reading.user_words & offer.own_words()) + 2 * _type_named(reading, offer)
+
+
+def best_offer(reading: Reading) -> tuple[PayloadOffer | None, int, bool]:
+    """The payload type the user's words name (offer, hits, tied with another)."""
+    scored = sorted(((_offer_hits(reading, o), i, o) for i, o in enumerate(reading.payloads)),
+                    key=lambda s: (-s[0], s[1]))
+    if not scored or scored[0][0] == 0:
+        return None, 0, False
+    tied = len(scored) > 1 and scored[1][0] == scored[0][0]
+    return scored[0][2], scored[0][0], tied
+
+
+# ---- intents, highest priority first ---------------------------------------------------------------------------
+
+
+@intent("tool_results", lambda r: 100 if r.tool_results else 0)
+def after_tools(r: Reading) -> Reply:
+    """Sum up the tool results the model just received."""
+    names = r.tool_names_for([res.get("tool_use_id") for res in r.tool_results])
+    parts = []
+    for res, name in zip(r.tool_results, names):
+        content = res.get("content")
+        text = data_body(content) if isinstance(content, str) else json.dumps(content)
+        first = text.strip().splitlines()[0] if text.strip() else _("(no output)")
+        if res.get("is_error"):
+            parts.append(_("The `%(tool)s` tool failed: %(error)s") % {"tool": name, "error": first[:300]})
+        else:
+            more = " " + _("The card above has the details.") if len(text.strip().splitlines()) > 1 else ""
+            parts.append(f"{first[:300].rstrip(':')}.{more}")
+    return Reply(" ".join(parts))
+
+
+ERROR_ADVICE: list[tuple[str, str]] = [
+    (r"permission|forbidden|403|denied|unauthori[sz]ed|401", gettext_noop(
+        "You may not have access to this: check that you are signed in with the right account, or ask an administrator for the permission.")),
+    (r"not.?found|404|missing|does not exist", gettext_noop(
+        "Something it refers to no longer exists: reload the page and check that the item was not deleted or renamed.")),
+    (r"valid|invalid|required|format|422|400", gettext_noop(
+        "Some input was not accepted: check the fields named in the error, fix the value and submit again.")),
+    (r"time.?out|timed out|504|network|connection|offline|unreachable", gettext_noop(
+        "The server did not answer in time: check your connection and try again in a moment.")),
+    (r"rate|429|too many|limit", gettext_noop("You hit a limit: wait a minute before trying again.")),
+    (r"conflict|409|duplicate|already exists|unique", gettext_noop(
+        "It clashes with something that already exists: choose another name or open the existing item.")),
+    (r"500|internal|server error|unexpected", gettext_noop(
+        "The server failed unexpectedly: try again; if it keeps happening, report it with the error code.")),
+]
+
+
+@intent("troubleshoot", lambda r: 80 if r.troubleshooting is not None and not r.tool_results else 0)
+def troubleshoot(r: Reading) -> Reply:
+    """Explain the error the page reported and what to do about it."""
+    err = r.troubleshooting
+    assert err is not None
+    seen = f"{err.message} {err.code} {err.context}".lower()
+    advice = [_(text) for pattern, text in ERROR_ADVICE if re.search(pattern, seen)][:2] or [
+        _("Try the step again; if it fails the same way, note what you did just before and the error code.")]
+    message = err.message or _("no message")
+    if err.code not in ("", "(none)"):
+        head = _("You ran into an error (code `%(code)s`): **%(message)s**.") % {"code": err.code, "message": message}
+    else:
+        head = _("You ran into an error: **%(message)s**.") % {"message": message}
+    lines = [head, "", _("What you can try:")]
+    lines += [f"{i}. {text}" for i, text in enumerate(advice, 1)]
+    if err.context not in ("", "{}", "(none)"):
+        lines += ["", _("Details the page sent: `%(details)s`") % {"details": err.context[:300]}]
+    # chip labels in the user's language; their values are what the user then says, in the words this model reads
+    return Reply(join("\n".join(lines), values_line([
+        {"label": _("Explain the error"), "value": "what does this error mean?"},
+        {"label": _("How do I fix it?"), "value": "how do I fix this error?"},
+    ])))
+
+
+def _pending_field(r: Reading) -> str | None:
+    """The payload field the assistant asked a value for in its last message, if it did."""
+    prev = r.previous_assistant_text
+    last = r.last_payload()
+    if not prev or last is None or not isinstance(last[1], dict):
+        return None
+    if _said(ASK_NAME, prev, thing=r"[\w ]+") or _said(TYPE_NAME, prev, thing=r"[\w ]+"):
+        return name_field(last[1])
+    m = _said(ASK_VALUE, prev, field=r"[\w ]+")
+    if m and m.group("field").replace(" ", "_") in last[1]:
+        return m.group("field").replace(" ", "_")
+    return None
+
+
+def _match_field_answer(r: Reading) -> float:
+    if r.asks_change or r.is_question or _pending_field(r) is None:
+        return 0
+    return 0 if re.search(r"\btype (it|the \w+)\b", r.user_text, re.I) else 85
+
+
+@intent("field_answer", _match_field_answer)
+def field_answer(r: Reading) -> Reply:
+    """The user gave the value asked for: the same payload with that field changed."""
+    field_key = _pending_field(r)
+    last = r.last_payload()
+    assert field_key is not None and last is not None
+    offer, data = last
+    data = copy.deepcopy(data)
+    value = r.user_text.strip().strip("\"'“”").strip()[:200]
+    allowed = offer.enum(field_key)
+    if allowed:
+        value = next((a for a in allowed if a.lower() in value.lower()), allowed[0])
+    data[field_key] = value
+    return proposal(r, offer, data, _("Done: the %(field)s is now **%(value)s**. Review the updated %(type)s below.")
+                    % {"field": label(field_key), "value": value, "type": label(offer.type)})
+
+
+@intent("type_it", lambda r: 88 if _pending_field(r) and re.search(r"\btype (it|the \w+)\b", r.user_text, re.I) else 0)
+def type_it(r: Reading) -> Reply:
+    """The user wants to type the value themselves."""
+    field_key = _pending_field(r) or "name"
+    if name_field((r.last_payload() or (None, {}))[1]) == field_key:
+        return Reply(_("Sure.") + " " + _(TYPE_NAME) % {"thing": _thing(field_key)})
+    return Reply(_("Sure.") + " " + _(ASK_VALUE) % {"field": label(field_key)} + " " + _("Type it and send it."))
+
+
+def _thing(field_key: str) -> str:
+    return label(field_key.removesuffix("_name").removesuffix("name")).strip() or "item"
+
+
+def _field_named(r: Reading, data: Any) -> str | None:
+    """The payload field the user's words name ("change the name", "a different frequency")."""
+    if not isinstance(data, dict):
+        return None
+    said = r.user_words | {norm(t) for t in tokens(r.user_text)}
+    for key in data:
+        parts = {norm(p) for p in key.split("_")}
+        if key == name_field(data) and ("name" in said or "rename" in said or "title" in said):
+            return key
+        if parts & said - {"stream", "report", "research"} and not isinstance(data[key], list):
+            return key
+    return None
+
+
+def _match_refine(r: Reading) -> float:
+    last = r.last_payload()
+    if last is None or not (r.asks_change or {"different", "another", "other"} & set(tokens(r.user_text))):
+        return 0
+    return 75 if _field_named(r, last[1]) else 0
+
+
+@intent("refine_field", _match_refine)
+def refine_field(r: Reading) -> Reply:
+    """Change one field of the last proposal: ask for the new value with suggestions, not the whole form again."""
+    last = r.last_payload()
+    assert last is not None
+    offer, data = last
+    key = _field_named(r, data)
+    assert key is not None
+    if key == name_field(data):
+        topic = titled(payload_topic(data) or entity_topic(r) or "Research")
+        ideas = [n for n in (f"{topic} Research Monitor", f"{topic} Intelligence", f"{topic} Watch", f"{topic} Insights")
+                 if n.lower() != str(data.get(key, "")).lower()][:2]
+        values = [{"label": n, "value": n} for n in ideas] + [{"label": _("Let me type it"), "value": "I'll type the name"}]
+        return Reply(join(_(ASK_NAME) % {"thing": _thing(key)}, values_line(values)))
+    allowed = offer.enum(key)
+    current = str(data.get(key, ""))
+    if allowed:
+        values = [{"label": a.capitalize(), "value": a} for a in allowed if a != current]
+    else:
+        values = [{"label": _("Let me type it"), "value": f"I'll type the {label(key)}"}]
+    now = " " + _("(now %(value)s)") % {"value": current} if current else ""
+    return Reply(join(_(ASK_VALUE) % {"field": label(key)} + now, values_line(values)))
+
+
+def _list_named(r: Reading, data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return None
+    said = {norm(t) for t in tokens(r.user_text)}
+    return next((k for k, v in data.items() if isinstance(v, list) and norm(k) in said), None)
+
+
+def _match_extend(r: Reading) -> float:
+    last = r.last_payload()
+    if last is None or not ({"add", "more", "extra", "another"} & set(tokens(r.user_text))):
+        return 0
+    return 76 if _list_named(r, last[1]) else 0
+
+
+@intent("extend_list", _match_extend)
+def extend_list(r: Reading) -> Reply:
+    """Add items to a list of the last proposal ("add more channels"), varying each item's kind."""
+    last = r.last_payload()
+    assert last is not None
+    offer, data = last
+    data = copy.deepcopy(data)
+    key = _list_named(r, data)
+    assert key is not None
+    items: list[Any] = data[key]
+    topic = payload_topic(data) or entity_topic(r) or "research"
+    added: list[Any] = []
+    template = items[-1] if items else None
+    if isinstance(template, dict):
+        kinds = {k: offer.enum(k) for k in template if offer.enum(k)}
+        for _round in range(2):
+            item = copy.deepcopy(template)
+            for k, allowed in kinds.items():
+                used = {str(i.get(k)) for i in [*items, *added] if isinstance(i, dict)}
+                fresh = [a for a in allowed if a not in used]
+                if not fresh:
+                    break
+                item[k] = fresh[0]
+                kind = fresh[0]
+                if "name" in item:
+                    item["name"] = f"{titled(topic)} {kind.capitalize()}"
+                for lk, lv in item.items():
+                    if isinstance(lv, list) and all(isinstance(x, str) for x in lv):
+                        item[lk] = [topic, kind]
+            else:
+                added.append(item)
+                continue
+            break
+    if not added:
+        return Reply(join(_("The %(list)s already cover every kind I know. Tell me what to add and I'll put it in.") % {"list": label(key)},
+                          values_line(offer.values_after("with the form"))))
+    items.extend(added)
+    names = ", ".join(f"**{i.get('name', '?')}**" if isinstance(i, dict) else str(i) for i in added)
+    return proposal(r, offer, data, ngettext("Added %(count)d %(list)s: %(names)s. Review the updated %(type)s below.",
+                                             "Added %(count)d %(list)s: %(names)s. Review the updated %(type)s below.", len(added))
+                    % {"count": len(added), "list": label(key), "names": names, "type": label(offer.type)})
+
+
+def _action_offer(r: Reading) -> tuple[Any, dict[str, Any]] | None:
+    """A server action the user names by its verb ("delete this stream" -> delete_entity) whose data the request
+    context fills completely (the action, its data); None otherwise."""
+    said = set(tokens(r.user_text))
+    context = REQUEST_CONTEXT.search(r.sections.get("CONTEXT", ""))
+    for a in r.actions:
+        if a.handler != "server" or not a.params or a.name.split("_")[0] not in said:
+            continue
+        data: dict[str, Any] = {}
+        for param in a.params:
+            m = re.search(rf'"{re.escape(param)}": ("(?:[^"\\]|\\.)*"|-?\d+)', context.group(1) if context else "")
+            if m is None:
+                break
+            data[param] = json.loads(m.group(1))
+        else:
+            return a, data
+    return None
+
+
+@intent("offer_action", lambda r: 72 if not r.tool_results and _action_offer(r) is not None else 0)
+def offer_action(r: Reading) -> Reply:
+    """Offer the server action the user named as a button (never run: the user clicks it)."""
+    found = _action_offer(r)
+    assert found is not None
+    a, data = found
+    button = {"label": label(a.name).capitalize(), "action": a.name, "handler": "server", "data": data, "style": "warning"}
+    cancel = {"label": _("Cancel"), "action": "close", "handler": "client", "style": "secondary"}
+    return Reply(join(_("I can do that here: %(action)s. Use the button below when you are sure.") % {"action": _lower_first(a.description)},
+                      actions_line([button, cancel])))
+
+
+AREA_QUESTION = gettext_noop("Which area should it focus on?")
+
+
+def _match_area_answer(r: Reading) -> float:
+    return 84 if _said(AREA_QUESTION, r.previous_assistant_text) and not r.is_question and _asked_offer(r) else 0
+
+
+def _asked_offer(r: Reading) -> PayloadOffer | None:
+    return next((o for o in r.payloads if f"**{label(o.type)}**" in r.previous_assistant_text), None)
+
+
+@intent("area_answer", _match_area_answer)
+def area_answer(r: Reading) -> Reply:
+    """The user chose the area asked for: the proposal for it."""
+    offer = _asked_offer(r)
+    assert offer is not None
+    topic = " ".join(subject_words(r.user_text, exclude=offer.own_words())) or r.user_text
+    return proposal(r, offer, fill(offer.example, topic[:60]),
+                    _("Here is a %(type)s for **%(topic)s**. Review it below and tell me what to change.") % {"type": label(offer.type), "topic": topic[:60]})
+
+
+def _match_propose(r: Reading) -> float:
+    if not r.payloads:
+        return 0
+    offer, hits, tied = best_offer(r)
+    if not r.asks_change:
+        # no change verb: only a request that names the payload ("my portfolio insights"), never a question
+        return 58 + hits if offer is not None and not tied and not r.is_question and _type_named(r, offer) else 0
+    if offer is not None and not tied:
+        return 60 + hits
+    # one payload on this page (or tab): a change request is about it
+    return 55 if len(r.payloads) == 1 else 0
+
+
+@intent("propose", _match_propose)
+def propose(r: Reading) -> Reply:
+    """Propose a payload: the user asked for a change and the page offers one; the subject is theirs or the page's."""
+    offer, _hits, _tied = best_offer(r)
+    offer = offer or r.payloads[0]
+    subject = " ".join(subject_words(r.user_text, exclude=offer.own_words() | {norm(w) for w in words(offer.type)}))[:60]
+    needs_topic = "{topic}" in json.dumps(offer.example).lower()
+    topic = subject or entity_topic(r)
+    if needs_topic and not topic:
+        asks = offer.values_after("ask")
+        if asks:
+            return Reply(join(_("I'll prepare a **%(type)s** for you.") % {"type": label(offer.type)} + " " + _(AREA_QUESTION), values_line(asks)))
+        return Reply(_("I'll prepare a **%(type)s** for you.") % {"type": label(offer.type)} + " " + _(AREA_QUESTION) + " " + _("Tell me the subject."))
+    if subject:
+        lead = _("Proposed %(type)s for **%(topic)s**. Review it below; accept it to apply it.")
+    else:
+        lead = _("Proposed %(type)s for **%(topic)s** from what is on this page. Review it below; accept it to apply it.")
+    return proposal(r, offer, fill(offer.example, topic or "general"), lead % {"type": label(offer.type), "topic": topic or _("general")})
+
+
+def _match_clarify(r: Reading) -> float:
+    if r.asks_change and len(r.payloads) > 1:
+        offer, _hits, tied = best_offer(r)
+        return 40 if offer is None or tied else 0
+    return 0
+
+
+@intent("clarify", _match_clarify)
+def clarify(r: Reading) -> Reply:
+    """A change request that could mean several things: ask which, with chips."""
+    values = [{"label": label(o.type).capitalize(), "value": f"propose {label(o.type)}"} for o in r.payloads][:4]
+    return Reply(join(_("I can prepare several things here. Which one do you mean?"), values_line(values)))
+
+
+def _best_tool(r: Reading) -> tuple[dict[str, Any] | None, int]:
+    scored = []
+    said = r.user_words
+    for tool in r.tools:
+        if tool["name"] == "get_payload" and not re.search(r"\b[0-9a-f]{8}\b", r.user_text):
+            continue
+        name_hits = len(said & words(tool["name"]))
+        desc_hits = len(said & words(tool.get("description", "").split(".")[0]))
+        if tool["name"] == "calculate" and re.search(r"\d\s*[-+*/%^]\s*\d", r.user_text):
+            name_hits += 2
+        required = tool.get("input_schema", {}).get("required", [])
+        if any(x.endswith("id") for x in required) and re.search(r"\b\d{5,}\b", r.user_text):
+            name_hits += 2
+        if name_hits or desc_hits >= 2:
+            scored.append((2 * name_hits + desc_hits, tool))
+    if not scored:
+        return None, 0
+    scored.sort(key=lambda s: -s[0])
+    return scored[0][1], scored[0][0]
+
+
+ACT_WORDS = frozenset("find search look show get list open preview run calculate compute fetch check count".split())
+
+
+def _match_tool(r: Reading) -> float:
+    if r.request.tool_choice == "none":
+        return 0
+    tool, score = _best_tool(r)
+    return 50 + score + 10 * bool(set(tokens(r.user_text)) & ACT_WORDS) if tool is not None else 0
+
+
+@intent("use_tool", _match_tool)
+def use_tool(r: Reading) -> Reply:
+    """Call the tool the user's words name, its input filled from their subject (or the page's)."""
+    tool, _score = _best_tool(r)
+    assert tool is not None
+    tool_input, missing = tool_input_build(r, tool)
+    if missing:
+        return Reply(join(_("What should I %(tool)s for?") % {"tool": label(tool["name"])}, values_line(
+            [{"label": t, "value": f"{label(tool['name'])} {t}"} for t in _page_topics(r)][:4])))
+    return Reply(_("Let me use `%(tool)s` for that.") % {"tool": tool["name"]}, (tool["name"], tool_input))
+
+
+def _page_topics(r: Reading) -> list[str]:
+    out: list[str] = []
+    for key, value in r.facts:
+        if norm(key.lower()) in ("topic", "keyword", "entity"):
+            out += [v.strip() for v in re.split(r"[,;]", value) if v.strip()]
+    return out
+
+
+IDENTIFIER = re.compile(r"(id|(^|_)(number|num|no|code|ref|reference|key|sku))$", re.I)
+
+
+def tool_input_build(r: Reading, tool: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The tool's input from the user's words: ids and numbers found, a query of their subject words only
+    (never filler, never the tool's own vocabulary); on an entity's page without a subject, the entity's keywords.
+    Returns (input, a required text is missing)."""
+    schema = tool.get("input_schema", {})
+    props: dict[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    own = words(tool["name"]) | words(tool.get("description", ""))
+    numbers = re.findall(r"\b\d+\b", r.user_text)
+    out: dict[str, Any] = {}
+    missing = False
+    for name, prop in props.items():
+        kind = prop.get("type") or next((t.get("type") for t in prop.get("anyOf", []) if t.get("type") != "null"), "string")
+        if "enum" in prop:
+            out[name] = next((v for v in prop["enum"] if str(v).lower() in r.user_text.lower()), prop["enum"][0])
+        elif kind == "string":
+            if name == "expression":
+                m = re.search(r"[-+*/%().\d\s^]{3,}", r.user_text)
+                out[name] = (m.group(0).strip() if m else "0").replace("^", "**")
+            elif IDENTIFIER.search(name):  # order_number, invoice_no, stream_id: the id-like token the user wrote
+                m = re.search(r"\b([A-Za-z]*\d[\w-]*|[0-9a-f]{8})\b", r.user_text)
+                if m or name in required:
+                    out[name] = m.group(1) if m else ""
+            elif name in required or not out:
+                subject = " ".join(w for w in subject_words(r.user_text, exclude=own) if w.lower() not in STOPWORDS)
+                if not subject:
+                    subject = " ".join(_page_topics(r)[:3])
+                if not subject and name in required:
+                    missing = True
+                out[name] = subject
+        elif kind == "integer" and name in required:
+            out[name] = int(numbers[0]) if numbers else int(prop.get("default", 5))
+        elif kind == "integer" and numbers and name in ("limit", "max_results", "count"):
+            out[name] = min(int(numbers[0]), int(prop.get("maximum", 50)))
+    return out, missing
+
+
+ABOUT_WORDS = frozenset("about summary summarize summarise describe explain overview this it here".split()) | PAGE_WORDS
+SMALLTALK = re.compile(r"\b(hi|hello|hey|thanks|thank you|what can you do|can you do|who are you|help me\b(?! \w+ \w))", re.I)
+
+
+def _match_answer(r: Reading) -> float:
+    """A question about what is on screen: it points at the page ("this", "the tab") or names one of its facts."""
+    if not r.facts or r.asks_change or SMALLTALK.search(r.user_text):
+        return 0
+    points = bool(set(tokens(r.user_text)) & ABOUT_WORDS)
+    names = bool(r.user_words & _fact_words(r))
+    if (r.is_question or points) and (points or names):
+        return 45 + 10 * names
+    return 0
+
+
+def _fact_words(r: Reading) -> set[str]:
+    return words(" ".join(k for k, _ in r.facts)) | words(r.situation)
+
+
+@intent("answer_from_page", _match_answer)
+def answer_from_page(r: Reading) -> Reply:
+    """Answer a question about what is on screen from the page's context (the facts its context builder wrote)."""
+    # facts the question names, beyond the first (the entity itself: "what is this stream about" wants the overview)
+    asked = [(k, v) for k, v in r.facts[1:] if words(k) & r.user_words]
+    lines: list[str] = []
+    if asked:
+        lines += [f"- **{k}:** {v}" for k, v in asked[:6]]
+        head = r.facts[0][1] if r.facts else ""
+        text = (_("On **%(subject)s**:") % {"subject": head} + "\n" if head else "") + "\n".join(lines)
+    elif r.facts:
+        v0, rest = r.facts[0][1], r.facts[1:]
+        lead = next((v for k, v in rest if norm(k.lower()) in ("purpose", "summary", "abstract", "description")), "")
+        text = f"**{v0}**" + (f": {lead}" if lead else "")
+        shown = [(k, v) for k, v in rest if v != lead][:5]
+        if shown:
+            text += "\n\n" + "\n".join(f"- **{k}:** {v[:400]}" for k, v in shown)
+    else:
+        text = r.situation
+    where = _where(r)
+    if where:
+        text += f"\n\n{where}"
+    values = [{"label": _("Suggest %(type)s") % {"type": label(o.type)}, "value": f"propose {label(o.type)}"} for o in r.payloads][:2]
+    return Reply(join(text, values_line(values)))
+
+
+def _where(r: Reading) -> str:
+    if r.active_tab:
+        return _("You are on the **%(tab)s** tab.") % {"tab": r.active_tab}
+    return ""
+
+
+def _gist(description: str) -> str:
+    """A tool description's gist in plain words: its first clause, without examples or markdown characters."""
+    text = re.split(r"\.\s|\s\(|:\s| such as ", description.strip() + " ", maxsplit=1)[0]
+    return re.sub(r"[*_`|#<>\[\]]", "", text).strip().rstrip(".")
+
+
+def _lower_first(text: str) -> str:
+    """"Preview a query" -> "preview a query"; acronyms ("EGFR ...") stay as they are."""
+    return text if text[:2].isupper() else text[:1].lower() + text[1:]
+
+
+@intent("help", lambda r: 30 if SMALLTALK.search(r.user_text) and not r.tool_results else 1)
+def help_(r: Reading) -> Reply:
+    """Say what this page offers, with chips for it (greetings, filler, anything unmatched)."""
+    opening = _("Hello!") if SMALLTALK.search(r.user_text) else _("I'm not sure what you would like me to do.")
+    # plain sentences (no list or code markup): the reply reads the same while it streams and once rendered
+    can = [_lower_first(_gist(t.get("description") or label(t["name"]))) for t in r.tools if t["name"] != "get_payload"]
+    can += [_("prepare %(thing)s") % {"thing": o.description or label(o.type)} for o in r.payloads]
+    can.append(_("answer questions about what is on screen") if r.facts else _("answer questions about this page"))
+    if r.page:
+        intro = _("I'm the offline model on the **%(page)s** page: I read what is on the page. Here I can %(abilities)s.")
+    else:
+        intro = _("I'm the offline model: I read what is on the page. Here I can %(abilities)s.")
+    lines = [opening + " " + intro % {"page": label(r.page), "abilities": "; ".join(can)}]
+    values = [{"label": label(t["name"]).capitalize(), "value": t.get("description", t["name"]).split(".")[0]}
+              for t in r.tools if t["name"] != "get_payload"][:2]
+    values += [{"label": _("Suggest %(type)s") % {"type": label(o.type)}, "value": f"propose {label(o.type)}"} for o in r.payloads][:2]
+    if r.facts:
+        values.append({"label": _("What is this?"), "value": "What is this about?"})
+    return Reply(join("\n".join(lines), _("Try one of these:") if values else "", values_line(values[:4])))

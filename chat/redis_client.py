@@ -1,0 +1,42 @@
+"""One asyncio Redis client for CHAT_REDIS_URL per event loop, shared by the limiter and the budgets.
+
+An asyncio Redis client is bound to the loop it was made on (its connections belong to that loop), so a
+holder keeps one per loop: a new loop (a test's, a worker's) gets a new client.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from chat.conf import chat_settings
+
+
+def redis_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that mean "Redis is unavailable" (callers fall back instead of failing the request)."""
+    import redis.exceptions as rexc
+
+    return (rexc.RedisError, ConnectionError, OSError, asyncio.TimeoutError)
+
+
+class LoopClient:
+    """Holds the client for the running loop; `get()` is None without CHAT_REDIS_URL."""
+
+    def __init__(self, on_new: Callable[[Any], None] | None = None) -> None:
+        self._redis: Any = None
+        self._loop: Any = None
+        self._on_new = on_new  # e.g. registering Lua scripts on each new client
+
+    def get(self) -> Any:
+        """The client for the running loop, made on first use in that loop; None when Redis is not configured."""
+        if not chat_settings.CHAT_REDIS_URL:
+            return None
+        loop = asyncio.get_running_loop()
+        if self._redis is None or self._loop is not loop:
+            import redis.asyncio as aioredis
+
+            self._redis = aioredis.from_url(chat_settings.CHAT_REDIS_URL, decode_responses=True, socket_connect_timeout=2)
+            self._loop = loop
+            if self._on_new is not None:
+                self._on_new(self._redis)
+        return self._redis

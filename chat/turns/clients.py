@@ -1,0 +1,44 @@
+"""What a standard client (AG-UI, the AI SDK) adds to a turn: its thread name, its own tools, its tool answers."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ClientTool:
+    """A tool the client runs itself (AG-UI frontend tool): offered to the model; its call ends the run."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ClientToolResult:
+    """The client's answer to one of the calls that ended the previous run of the conversation."""
+
+    tool_use_id: str
+    content: str
+
+
+@dataclass(frozen=True)
+class TurnExtras:
+    """Per-request additions; the default adds nothing (the tray's and programs' v1 turns)."""
+
+    thread_id: str | None = None
+    client_tools: tuple[ClientTool, ...] = ()
+    tool_results: tuple[ClientToolResult, ...] = ()
+
+
+@dataclass
+class AnsweredCall:
+    """A client tool call with its answer, as the continuing run stores it (a ToolCall row, tool_history)."""
+
+    tool_use_id: str
+    name: str
+    input: dict[str, Any] = field(default_factory=dict)
+    output: str = ""
+
+
+NO_EXTRAS = TurnExtras()

@@ -1,0 +1,80 @@
+"""Conversation titles, generated once after the first turn: by the model when its provider can, else from the content.
+
+A title the user set (renamed over REST or in the tray) is never overwritten.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+from chat.models import Conversation
+from chat.providers.base import Provider, ProviderError, ProviderRequest, TextDelta
+
+log = logging.getLogger(__name__)
+TITLE_MAX_CHARS = 60
+TITLE_WORDS = 6
+MODEL_TITLE_TIMEOUT = 10.0
+TITLE_PROMPT = (
+    "Write a title of at most six words for a conversation that starts with the exchange below. "
+    "Answer with the title only: no quotes, no trailing punctuation."
+)
+# Words that carry no topic: a title made of them says nothing ("What is this about" -> "").
+STOP_WORDS = frozenset("""
+a an the and or but if then so of to in on at by for with about from into onto over under as is are was were be been
+being am do does did done have has had i me my we our you your he she it its they them their this that these those
+what which who whom whose when where why how can could would should will shall may might must please tell show give
+let lets let's help hi hello hey thanks thank just also any some there here not no yes all me? up out get got make
+""".split())
+_WORD = re.compile(r"[\w][\w'\u2019-]*", re.UNICODE)
+_MARKUP = re.compile(r"\[\[[^\]]*\]\]|[`*_#>|]")
+
+
+def title_initial(message: str) -> str:
+    """The provisional title while the first answer is written: the question's first words."""
+    first = " ".join(message.split())
+    return first[:77] + "…" if len(first) > 80 else first
+
+
+def title_from_content(question: str, answer: str = "") -> str:
+    """A short title from the topic words of the question (or, when it has none, of the answer's first line)."""
+    for source in (question, _first_line(answer)):
+        words = [w for w in _WORD.findall(_MARKUP.sub(" ", source)) if w.lower() not in STOP_WORDS]
+        if words:
+            title = " ".join(words[:TITLE_WORDS])
+            return _clip(title[0].upper() + title[1:])
+    return _clip(" ".join(question.split())) or "New conversation"
+
+
+async def title_from_model(provider: Provider, *, model: str, question: str, answer: str) -> str | None:
+    """One short model call for a title; None when it fails or says nothing (the content title is used then)."""
+    request = ProviderRequest(
+        system=TITLE_PROMPT, tools=[], model=model, max_tokens=24, temperature=0.0, tool_choice="none",
+        messages=[{"role": "user", "content": f"User: {question[:2000]}\n\nAssistant: {answer[:2000]}"}],
+    )
+    parts: list[str] = []
+    try:
+        async with asyncio.timeout(MODEL_TITLE_TIMEOUT):
+            async for event in provider.stream(request):
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+    except (ProviderError, TimeoutError):
+        return None
+    title = " ".join("".join(parts).split()).strip(" \"'.")
+    return _clip(title) or None
+
+
+def conversation_title_set(*, conversation_id: int, provisional: str, title: str) -> bool:
+    """Store a generated title unless the user renamed the conversation meanwhile; True when stored."""
+    return bool(Conversation.objects.filter(pk=conversation_id, title=provisional).update(title=title[:200]))
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line
+    return ""
+
+
+def _clip(title: str) -> str:
+    return title if len(title) <= TITLE_MAX_CHARS else title[: TITLE_MAX_CHARS - 1].rstrip() + "…"

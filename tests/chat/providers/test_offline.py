@@ -1,0 +1,195 @@
+"""The offline model: reads the page's context, proposes only when asked to change something, clarifies with chips,
+never turns filler into a subject, refines one field at a time, and answers about an error; intents by name."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from chat.prompt import PromptInput, system_prompt_build
+from chat.providers.base import ProviderRequest
+from chat.providers.offline import IntentRegistry, Reading, Reply, decide, intents
+from pages.registry import BUILTIN_CLIENT_ACTIONS, registry as pages
+from payloads.registry import registry as payloads
+
+STREAM_CONTEXT = """The user is editing a research stream, on the {tab} tab.
+
+Stream: Lung Cancer Immunotherapy Monitor (id 3), weekly reports
+Purpose: Track new evidence on immunotherapy in non-small cell lung cancer
+Topics: EGFR-mutant NSCLC, KRAS G12C inhibitors
+Entities: osimertinib, pembrolizumab
+Retrieval queries: osimertinib resistance MET amplification; neoadjuvant nivolumab NSCLC
+Sources: pubmed"""
+ARTICLE_CONTEXT = """The user is reading an article of the corpus.
+Article: Osimertinib resistance via MET amplification (id 3810001)
+Journal: Lancet Oncol, 2023
+Keywords: osimertinib, MET amplification, NSCLC
+Abstract: Acquired resistance to osimertinib frequently involves MET amplification."""
+SEARCH_TOOL = {"name": "search_articles", "description": "Search the research article corpus by keywords and show the matching articles.",
+               "input_schema": {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["query"]}}
+PREVIEW_TOOL = {"name": "preview_query", "description": "Preview a retrieval query: how many corpus articles match it and the top titles.",
+                "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
+
+
+def system(page: str, context: dict[str, Any], context_text: str = "") -> str:
+    spec = pages.get(page)
+    specs = [payloads.get(t) for t in spec.payload_types(context)]
+    return system_prompt_build(PromptInput(
+        identity=spec.identity, context_text=context_text, request_context={"current_page": page, **context},
+        payload_instructions=[p.instructions() for p in specs if p is not None and p.source == "llm"],
+        client_actions=[(a.action, a.description, a.parameters) for a in (*BUILTIN_CLIENT_ACTIONS, *spec.client_actions)],
+        server_actions=[(a.action, a.description, a.parameters) for a in spec.server_actions],
+    ))
+
+
+def ask(sys: str, *turns: str, tools: list[dict[str, Any]] | None = None) -> tuple[Reply, list[dict[str, Any]]]:
+    """Play the user's turns, feeding each reply back as the assistant's message; the last reply and the messages."""
+    messages: list[dict[str, Any]] = []
+    reply = Reply("")
+    for text in turns:
+        messages.append({"role": "user", "content": text})
+        reply = decide(ProviderRequest(system=sys, messages=list(messages), tools=tools or [], model="m", max_tokens=100))
+        messages.append({"role": "assistant", "content": reply.text})
+    return reply, messages
+
+
+def block(reply: Reply, marker: str) -> Any:
+    m = re.search(rf"^{marker} (.*)$", reply.text, re.M)
+    return json.loads(m.group(1)) if m else None
+
+
+def test_question_about_the_stream_is_answered_from_the_page_not_proposed() -> None:
+    reply, _ = ask(system("edit_research_stream", {"active_tab": "semantic"}, STREAM_CONTEXT.format(tab="SEMANTIC")),
+                   "What is this stream about?")
+    assert reply.intent == "answer_from_page"
+    assert "Lung Cancer Immunotherapy Monitor" in reply.text and "immunotherapy in non-small cell lung cancer" in reply.text
+    assert "EGFR-mutant NSCLC" in reply.text and "SCHEMA_PROPOSAL" not in reply.text
+    assert "Offline model" not in reply.text  # labelled once, by the tray
+
+
+def test_question_naming_a_fact_answers_that_fact() -> None:
+    reply, _ = ask(system("edit_research_stream", {"active_tab": "retrieval"}, STREAM_CONTEXT.format(tab="RETRIEVAL")),
+                   "which queries does it use?")
+    assert reply.intent == "answer_from_page" and "neoadjuvant nivolumab NSCLC" in reply.text and "Purpose" not in reply.text
+
+
+@pytest.mark.parametrize("text", ["I am on this tab, can you propose better queries?", "improve this"])
+def test_filler_words_never_become_the_subject(text: str) -> None:
+    reply, _ = ask(system("edit_research_stream", {"active_tab": "retrieval"}, STREAM_CONTEXT.format(tab="RETRIEVAL")), text)
+    proposed = block(reply, "RETRIEVAL_PROPOSAL:")
+    if proposed is None:  # several payload types fit the tab: a question with chips, never a filler subject
+        assert reply.intent == "clarify" and "Retrieval proposal" in reply.text
+        return
+    queries = proposed["queries"]
+    assert reply.intent == "propose"
+    # the subject comes from the stream on screen, never from "tab", "am", "this", "better", "page"
+    assert all(q.startswith("EGFR-mutant NSCLC") for q in queries), queries
+    assert not re.search(r"\b(tab|am|this|better|page|queries)\b", " ".join(queries), re.I)
+
+
+def test_a_subject_of_the_users_own_wins_over_the_page() -> None:
+    reply, _ = ask(system("edit_research_stream", {"active_tab": "retrieval"}, STREAM_CONTEXT.format(tab="RETRIEVAL")),
+                   "propose queries for CAR-T")
+    assert block(reply, "RETRIEVAL_PROPOSAL:")["queries"][0] == "CAR-T AND clinical trial"
+
+
+def test_on_an_article_page_a_search_uses_the_articles_keywords_not_the_sentence() -> None:
+    sys = system("reports", {"entity_type": "article", "article_id": "3810001"}, ARTICLE_CONTEXT)
+    reply, _ = ask(sys, "Can you find more papers on the topic of this article?", tools=[SEARCH_TOOL])
+    assert reply.tool == ("search_articles", {"query": "osimertinib MET amplification NSCLC"})
+    about, _ = ask(sys, "What is this article about?", tools=[SEARCH_TOOL])
+    assert about.tool is None and "frequently involves MET amplification" in about.text
+    own, _ = ask(sys, "search articles about CRISPR gene editing", tools=[SEARCH_TOOL])
+    assert own.tool == ("search_articles", {"query": "CRISPR gene editing"})
+
+
+def test_ambiguous_change_request_gets_a_question_with_chips() -> None:
+    reply, _ = ask(system("streams_list", {}, "The user is on the research streams list. They have no streams yet."), "make something")
+    assert reply.intent == "clarify" and "STREAM_SUGGESTIONS" not in reply.text
+    chips = block(reply, "SUGGESTED_VALUES:")
+    assert [c["label"] for c in chips] == ["Stream suggestions", "Portfolio insights"]
+
+
+def test_greeting_says_what_the_page_offers() -> None:
+    reply, _ = ask(system("edit_research_stream", {"active_tab": "retrieval"}, STREAM_CONTEXT.format(tab="RETRIEVAL")),
+                   "hello there, tell me what you can do", tools=[PREVIEW_TOOL])
+    assert reply.intent == "help" and "preview a retrieval query" in reply.text and "RETRIEVAL_PROPOSAL" not in reply.text
+
+
+def test_example_conversation_refines_one_field_at_a_time() -> None:
+    sys = system("home", {}, "The user is on the home page. They have 0 research stream(s).")
+    first, _ = ask(sys, "Help me create a research stream")
+    assert [c["label"] for c in block(first, "SUGGESTED_VALUES:")] == ["Oncology", "Cardiology", "Neurology", "Immunology"]
+    assert "RESEARCH_STREAM_FORM" not in first.text
+
+    form, msgs = ask(sys, "Help me create a research stream", "oncology research")
+    data = block(form, "RESEARCH_STREAM_FORM:")
+    assert data["stream_name"] == "Oncology Intelligence"
+    assert [c["label"] for c in block(form, "SUGGESTED_VALUES:")] == ["Change name", "Add more channels", "Different frequency"]
+    create = block(form, "SUGGESTED_ACTIONS:")[0]
+    assert create["action"] == "create_stream" and create["data"] == data
+
+    names, _ = ask(sys, "Help me create a research stream", "oncology research", "I want to change the stream name")
+    assert "RESEARCH_STREAM_FORM" not in names.text and "name the stream" in names.text  # not the whole form again
+    chips = block(names, "SUGGESTED_VALUES:")
+    assert chips[-1] == {"label": "Let me type it", "value": "I'll type the name"} and len(chips) == 3
+
+    renamed, _ = ask(sys, "Help me create a research stream", "oncology research", "I want to change the stream name", chips[0]["value"])
+    assert block(renamed, "RESEARCH_STREAM_FORM:") == {**data, "stream_name": chips[0]["value"]}
+
+    typed, _ = ask(sys, "Help me create a research stream", "oncology research", "I want to change the stream name",
+                   "I'll type the name", "Tumour Board Digest")
+    assert block(typed, "RESEARCH_STREAM_FORM:")["stream_name"] == "Tumour Board Digest"
+
+    more, _ = ask(sys, "Help me create a research stream", "oncology research", "add more channels")
+    channels = block(more, "RESEARCH_STREAM_FORM:")["channels"]
+    assert [c["type"] for c in channels] == ["scientific", "clinical", "regulatory", "news"]
+
+    freq, _ = ask(sys, "Help me create a research stream", "oncology research", "change the report frequency")
+    assert [c["value"] for c in block(freq, "SUGGESTED_VALUES:")] == ["daily", "biweekly", "monthly"]
+    monthly, _ = ask(sys, "Help me create a research stream", "oncology research", "change the report frequency", "monthly")
+    assert block(monthly, "RESEARCH_STREAM_FORM:") == {**data, "report_frequency": "monthly"}
+
+
+def test_error_in_context_is_answered_as_troubleshooting() -> None:
+    error = {"message": "Permission denied for stream 12", "code": "forbidden", "context": {"stream_id": 12}}
+    sys = system("home", {"error": error}, "The user is on the home page.")
+    reply, _ = ask(sys, "why did this fail?")
+    assert reply.intent == "troubleshoot"
+    assert "Permission denied for stream 12" in reply.text and "`forbidden`" in reply.text and "signed in" in reply.text
+    assert '"stream_id": 12' in reply.text
+
+
+def test_same_request_same_reply() -> None:
+    sys = system("home", {}, "The user is on the home page.")
+    assert ask(sys, "Help me create a research stream about gene therapy")[0] == ask(sys, "Help me create a research stream about gene therapy")[0]
+
+
+def test_intents_are_looked_up_by_name_and_a_host_can_add_one() -> None:
+    assert {"answer_from_page", "propose", "clarify", "use_tool", "troubleshoot", "refine_field", "help"} <= set(intents.names())
+    mine = IntentRegistry()
+
+    @mine.register("opening_hours", lambda r: 90 if "open" in r.user_text else 0)
+    def hours(r: Reading) -> Reply:
+        return Reply("We are open 9 to 5.")
+
+    request = ProviderRequest(system="# CONTEXT\nx", messages=[{"role": "user", "content": "when are you open?"}], tools=[], model="m", max_tokens=1)
+    assert mine.choose(Reading(request)) == "opening_hours" and mine.reply(Reading(request)).text == "We are open 9 to 5."
+    intents.register("opening_hours", lambda r: 90 if "open" in r.user_text else 0)(hours)
+    try:
+        assert decide(request).intent == "opening_hours"
+    finally:
+        intents.unregister("opening_hours")
+    assert decide(request).intent != "opening_hours"
+
+
+def test_an_identifier_field_takes_the_number_the_user_wrote() -> None:
+    """A host's tool keyed by `order_number` (not `..._id`) gets the number from the question."""
+    tool = {"name": "order_status", "description": "Look up the delivery status of one of the user's orders by its order number.",
+            "input_schema": {"type": "object", "properties": {"order_number": {"type": "string"}}, "required": ["order_number"]}}
+    sys = system_prompt_build(PromptInput(identity="You help customers with their orders.", context_text="",
+                                          request_context={"current_page": "orders", "order_count": 1}))
+    reply, _ = ask(sys, "What is the status of order 1042?", tools=[tool])
+    assert reply.tool == ("order_status", {"order_number": "1042"})

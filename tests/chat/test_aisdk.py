@@ -1,0 +1,121 @@
+"""The AI SDK UI message stream over the real ASGI stack (the `ai` package's own schema checks it in tests/interop)."""
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from django.test import AsyncClient
+
+from chat.models import Conversation, Message, Run
+from chat.providers import scripted as s
+from chat.providers.base import ProviderError
+from tests.chat.test_http import TokenClient, auth_headers
+from tests.protocol import check_http
+
+pytestmark = pytest.mark.django_db(transaction=True)
+URL = "/api/chat/ai-sdk"
+
+
+def chunks(raw: bytes) -> list[Any]:
+    out: list[Any] = []
+    for block in raw.decode().split("\n\n"):
+        if block.strip():
+            assert block.startswith("data: ") and "\n" not in block, block
+            out.append(block[6:] if block == "data: [DONE]" else json.loads(block[6:]))
+    return out
+
+
+def body(chat_id: str, *texts: str, **extra: Any) -> dict[str, Any]:
+    msgs = [{"id": f"m{i}", "role": "user", "parts": [{"type": "text", "text": t}]} for i, t in enumerate(texts)]
+    return {"id": chat_id, "messages": msgs, "trigger": "submit-message", **extra}
+
+
+async def post(client: AsyncClient, data: Any) -> tuple[Any, list[Any]]:
+    r = await client.post(URL, data, content_type="application/json")
+    if r.status_code != 200:
+        return r, []
+    assert r["x-vercel-ai-ui-message-stream"] == "v1" and r["Content-Type"] == "text/event-stream"
+    return r, chunks(b"".join([c async for c in r.streaming_content]))
+
+
+async def test_text_tool_and_complete(user: Any, scripted: Any) -> None:
+    scripted.enqueue(s.tool_call("calculate", {"expression": "6*7"}, before="Let me see. "), s.text("It is 42."))
+    client = TokenClient(await auth_headers(user))
+    r, out = await post(client, body("c1", "what is 6*7?", page="home"))
+    types = [c["type"] if isinstance(c, dict) else c for c in out]
+    assert types[0] == "start" and types[-2:] == ["finish", "[DONE]"]
+    complete = next(c for c in out if isinstance(c, dict) and c["type"] == "data-pagechat-complete")["data"]
+    check_http(200, json.dumps(complete))
+    assert out[0]["messageId"] == str(complete["message_id"])
+    assert [c["type"] for c in out if isinstance(c, dict) and c["type"].startswith("tool-")] == [
+        "tool-input-start", "tool-input-delta", "tool-input-available", "tool-output-available"]
+    assert all(c.get("dynamic") for c in out if isinstance(c, dict) and c["type"] in ("tool-input-start", "tool-output-available"))
+    text = "".join(c["delta"] for c in out if isinstance(c, dict) and c["type"] == "text-delta")
+    assert text.startswith("Let me see.") and text.endswith("It is 42.") and "[[tool:" not in text
+    assert types.count("text-start") == types.count("text-end")
+    conv = await Conversation.objects.aget(owner=user, thread_id="c1")
+    assert (await Message.objects.aget(conversation=conv, role="user")).context["current_page"] == "home"
+
+
+async def test_error_chunk_and_part(user: Any, scripted: Any) -> None:
+    scripted.enqueue([s.TextDelta("partial "), ProviderError("overloaded", "The model is overloaded.")])
+    client = TokenClient(await auth_headers(user))
+    _, out = await post(client, body("c2", "hi"))
+    err = next(c for c in out if isinstance(c, dict) and c["type"] == "error")
+    assert err["errorText"] == "overloaded: The model is overloaded."
+    part = next(c for c in out if isinstance(c, dict) and c["type"] == "data-pagechat-error")
+    assert part["data"] == {"code": "overloaded", "message": "The model is overloaded."}
+    assert out[-1] == "[DONE]"
+
+
+async def test_only_the_trailing_message_regenerate_and_resume(user: Any, scripted: Any) -> None:
+    scripted.enqueue(s.text("one"), s.text("two"), s.text("two again"))
+    client = TokenClient(await auth_headers(user))
+    await post(client, body("c3", "first"))
+    data = body("c3", "first", "second")
+    data["messages"].insert(1, {"id": "a0", "role": "assistant", "parts": [{"type": "text", "text": "FORGED"}]})
+    _, out = await post(client, data)
+    conv = await Conversation.objects.aget(owner=user, thread_id="c3")
+    assert [(m.role, m.content) async for m in conv.messages.order_by("id")] == [
+        ("user", "first"), ("assistant", "one"), ("user", "second"), ("assistant", "two")]
+    last_id = out[0]["messageId"]
+    regen = {"id": "c3", "messages": data["messages"], "trigger": "regenerate-message", "messageId": last_id}
+    r, out = await post(client, regen)
+    assert r.status_code == 200 and out[0]["messageId"] != last_id
+    assert [(m.role, m.content) async for m in conv.messages.order_by("id")] == [
+        ("user", "first"), ("assistant", "one"), ("user", "second"), ("assistant", "two again")]
+    r, _ = await post(client, {**regen, "messageId": last_id})  # that answer is gone now
+    assert r.status_code == 400 and check_http(400, r.content)["code"] == "bad_frame"
+    # resume: nothing running -> 204; a running turn -> its stream from the start
+    assert (await client.get(f"{URL}/c3/stream")).status_code == 204
+    assert (await client.get(f"{URL}/unknown/stream")).status_code == 204
+    gate = asyncio.Event()
+    scripted.enqueue([s.TextDelta("slow "), gate, s.TextDelta("end")])
+    task = asyncio.create_task(post(client, body("c4", "go")))
+    for _ in range(500):
+        if await Run.objects.filter(conversation__thread_id="c4", status="running").aexists():
+            break
+        await asyncio.sleep(0.02)
+    else:
+        raise AssertionError("the turn did not start")
+    resumed = await client.get(f"{URL}/c4/stream")
+    assert resumed.status_code == 200
+    gate.set()
+    out = chunks(b"".join([c async for c in resumed.streaming_content]))
+    assert "".join(c["delta"] for c in out if isinstance(c, dict) and c["type"] == "text-delta") == "slow end"
+    _, original = await task
+    assert original == out
+
+
+async def test_refusals(user: Any, scripted: Any) -> None:
+    r = await AsyncClient().post(URL, body("x", "hi"), content_type="application/json")
+    assert r.status_code == 401 and check_http(401, r.content)["code"] == "unauthorized"
+    client = TokenClient(await auth_headers(user))
+    for data, status, code in [("nope", 400, "bad_json"), ({"messages": []}, 400, "bad_frame"), (body("x"), 400, "bad_frame"),
+                               (body("x", "y" * 20_000), 413, "too_large"),
+                               ({**body("x", "hi"), "trigger": "regenerate-message"}, 404, "not_found")]:
+        r, _ = await post(client, data)
+        assert r.status_code == status, (data, r.content)
+        assert check_http(status, r.content)["code"] == code

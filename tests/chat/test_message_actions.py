@@ -1,0 +1,169 @@
+"""Regenerate and edit (chat.send's `replace_last`), feedback and the proposal's outcome on a message, titles."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from django.test import Client
+
+from chat.models import Conversation, Message, Run
+from chat.providers import scripted as s
+from chat.turns.titles import title_from_content
+from tests.conftest import ws_connect
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _rows(conversation_id: int) -> list[tuple[str, str]]:
+    return list(Message.objects.filter(conversation_id=conversation_id).order_by("id").values_list("role", "content"))
+
+
+async def _turn(ws: Any, message: str, **fields: Any) -> list[dict[str, Any]]:
+    await ws.chat(message, **fields)
+    return await ws.until_terminal()
+
+
+async def test_regenerate_makes_a_new_run_and_keeps_one_question(user: Any, scripted: Any) -> None:
+    scripted.enqueue(s.text("first answer"))
+    scripted.enqueue(s.text("second answer"))
+    ws, _ = await ws_connect(user)
+    assert ws is not None
+    first = (await _turn(ws, "What is a stream?"))[-1]
+    conv_id = first["payload"]["conversation_id"]
+    events = await _turn(ws, "", conversation_id=conv_id, replace_last="answer")
+    assert events[-1]["type"] == "complete" and events[-1]["payload"]["message"] == "second answer"
+    assert events[-1]["run_id"] != first["run_id"]
+    rows = await database_sync_to_async(_rows)(conv_id)
+    assert rows == [("user", "What is a stream?"), ("assistant", "second answer")]
+    runs = await database_sync_to_async(lambda: list(Run.objects.filter(conversation_id=conv_id).values_list("user_message__content", flat=True)))()
+    assert runs == ["What is a stream?", "What is a stream?"]  # two runs, one question
+    # the model was asked the stored question again, not an empty message
+    assert "What is a stream?" in str(scripted.requests[-1].messages[-1])
+    await ws.close()
+
+
+async def test_a_resent_regenerate_starts_nothing_new(user: Any, scripted: Any) -> None:
+    scripted.enqueue(s.text("one"))
+    scripted.enqueue(s.text("two"))
+    ws, _ = await ws_connect(user)
+    assert ws is not None
+    conv_id = (await _turn(ws, "hello"))[-1]["payload"]["conversation_id"]
+    again = await _turn(ws, "", conversation_id=conv_id, replace_last="answer", client_message_id="regen-1")
+    resent = await _turn(ws, "", conversation_id=conv_id, replace_last="answer", client_message_id="regen-1")
+    assert resent[-1]["run_id"] == again[-1]["run_id"]
+    assert await database_sync_to_async(lambda: Run.objects.filter(conversation_id=conv_id).count())() == 2
+    await ws.close()
+
+
+async def test_edit_replaces_the_last_question_and_its_answer(user: Any, scripted: Any) -> None:
+    scripted.enqueue(s.text("a1"))
+    scripted.enqueue(s.text("a2"))
+    scripted.enqueue(s.text("a3"))
+    ws, _ = await ws_connect(user)
+    assert ws is not None
+    conv_id = (await _turn(ws, "q1"))[-1]["payload"]["conversation_id"]
+    await _turn(ws, "q2 with a typo", conversation_id=conv_id)
+    events = await _turn(ws, "q2 fixed", conversation_id=conv_id, replace_last="question")
+    assert events[-1]["payload"]["message"] == "a3"
+    assert await database_sync_to_async(_rows)(conv_id) == [("user", "q1"), ("assistant", "a1"), ("user", "q2 fixed"), ("assistant", "a3")]
+    await ws.close()
+
+
+@pytest.mark.parametrize("fields, code", [
+    ({"replace_last": "answer"}, "bad_frame"),  # no conversation
+    ({"replace_last": "again"}, "bad_frame"),
+])
+async def test_replace_last_refusals(user: Any, scripted: Any, fields: dict[str, Any], code: str) -> None:
+    ws, _ = await ws_connect(user)
+    assert ws is not None
+    await ws.chat("x", **fields)
+    error = await ws.recv()
+    assert error["type"] == "error" and error["code"] == code
+    await ws.close()
+
+
+async def test_replace_last_in_someone_elses_conversation_is_not_found(user: Any, other_user: Any, scripted: Any) -> None:
+    conv = await Conversation.objects.acreate(owner=other_user, title="theirs")
+    await Message.objects.acreate(conversation=conv, role="user", content="secret question")
+    ws, _ = await ws_connect(user)
+    assert ws is not None
+    await ws.chat("", conversation_id=conv.pk, replace_last="answer")
+    error = await ws.recv()
+    assert error["code"] == "not_found"
+    assert await Message.objects.filter(conversation=conv).acount() == 1
+    await ws.close()
+
+
+def _answer(owner: Any) -> Message:
+    conv = Conversation.objects.create(owner=owner, title="t")
+    Message.objects.create(conversation=conv, role="user", content="q")
+    return Message.objects.create(conversation=conv, role="assistant", content="a", custom_payload={"payload_id": "p1"})
+
+
+def test_feedback_and_outcome_are_stored_and_read_back(user: Any, other_user: Any) -> None:
+    msg = _answer(user)
+    client = Client()
+    client.force_login(user)
+    url = f"/api/messages/{msg.pk}/"
+    r = client.patch(url, {"feedback": "bad", "feedback_comment": "wrong stream"}, content_type="application/json")
+    assert r.status_code == 200 and r.json()["feedback"] == "bad"
+    r = client.patch(url, {"payload_outcome": "accepted"}, content_type="application/json")
+    assert r.status_code == 200
+    msg.refresh_from_db()
+    assert (msg.feedback, msg.feedback_comment, msg.payload_outcome) == ("bad", "wrong stream", "accepted")
+    detail = client.get(f"/api/conversations/{msg.conversation_id}/").json()
+    stored = detail["messages"][-1]
+    assert (stored["feedback"], stored["feedback_comment"], stored["payload_outcome"]) == ("bad", "wrong stream", "accepted")
+    assert client.patch(url, {"feedback": "meh"}, content_type="application/json").status_code == 400
+    assert client.patch(url, {"feedback": ""}, content_type="application/json").json()["feedback"] == ""
+    other = Client()
+    other.force_login(other_user)
+    assert other.patch(url, {"feedback": "good"}, content_type="application/json").status_code == 404
+    question = Message.objects.get(conversation=msg.conversation, role="user")
+    assert client.patch(f"/api/messages/{question.pk}/", {"feedback": "good"}, content_type="application/json").status_code == 404
+
+
+def test_admin_filters_messages_by_feedback(admin_client: Any, user: Any) -> None:
+    msg = _answer(user)
+    Message.objects.filter(pk=msg.pk).update(feedback="bad")
+    other = _answer(user)
+    page = admin_client.get("/admin/pagechat/message/?feedback__exact=bad")
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert f"/admin/pagechat/message/{msg.pk}/change/" in body and f"/admin/pagechat/message/{other.pk}/change/" not in body
+
+
+async def test_title_is_generated_after_the_first_turn(user: Any, scripted: Any) -> None:
+    scripted.enqueue(s.text("Streams collect articles."))
+    ws, _ = await ws_connect(user)
+    assert ws is not None
+    conv_id = (await _turn(ws, "could you please tell me what the oncology stream is about?"))[-1]["payload"]["conversation_id"]
+    await ws.close()
+    for _ in range(50):  # the title is written just after the answer is delivered
+        conv = await Conversation.objects.aget(pk=conv_id)
+        if conv.title == "Oncology stream":
+            break
+        await asyncio.sleep(0.05)
+    assert conv.title == "Oncology stream"
+
+
+def test_title_from_content_skips_filler_words() -> None:
+    assert title_from_content("What is this stream about?", "") == "Stream"
+    assert title_from_content("tab am AND clinical trial", "") == "Tab clinical trial"
+    assert title_from_content("hi", "## Welcome to pagechat\nmore") == "Welcome pagechat"
+    assert len(title_from_content("word " * 100)) <= 60
+
+
+def test_a_renamed_conversation_keeps_its_name(user: Any) -> None:
+    from chat.turns.titles import conversation_title_set
+
+    conv = Conversation.objects.create(owner=user, title="my own name")
+    assert not conversation_title_set(conversation_id=conv.pk, provisional="first words", title="Generated")
+    client = Client()
+    client.force_login(user)
+    r = client.patch(f"/api/conversations/{conv.pk}/", {"title": "Renamed"}, content_type="application/json")
+    assert r.status_code == 200
+    conv.refresh_from_db()
+    assert conv.title == "Renamed"
