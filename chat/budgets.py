@@ -1,7 +1,7 @@
 """Per-user daily budgets (CHAT_DAILY_TOKEN_BUDGET, CHAT_DAILY_COST_BUDGET): checked when a message is admitted,
 spent when its run ends.
 
-With CHAT_REDIS_URL the day's spending is a Redis hash per user and UTC day (`chat:budget:<user>:<yyyymmdd>`),
+With CHAT_REDIS_URL the day's spending is a Redis hash per user and UTC day (`<CHAT_REDIS_KEY_PREFIX>budget:<user>:<yyyymmdd>`),
 shared by every process; without it the database's runs of the day are summed (shared too, one query per
 admitted message). A turn in progress counts once it ends, so a user can overshoot by the turns running at the
 moment the budget is reached. If Redis is unreachable the check falls back to the database.
@@ -53,7 +53,7 @@ class Budgets:
 
     @staticmethod
     def key(user_id: int, day: str | None = None) -> str:
-        return f"chat:budget:{user_id}:{day or _day()}"
+        return f"{chat_settings.CHAT_REDIS_KEY_PREFIX}budget:{user_id}:{day or _day()}"
 
     async def spent_today(self, user_id: int) -> Spent:
         """Tokens and cost of the user's turns that ended today (UTC)."""

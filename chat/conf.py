@@ -135,6 +135,8 @@ class ChatSettings:
     # ---- runs across processes ----
     CHAT_REDIS_URL: str = setting(
         "", "Redis for the run log and the shared limits; default: the project's REDIS_URL, else none", derived=_redis_url)
+    CHAT_REDIS_KEY_PREFIX: str = setting(
+        "chat:", "prefix of every Redis key pagechat writes (run logs, limits, budgets); give each site sharing a Redis its own")
     CHAT_RUN_LOG_BACKEND: str = setting(
         None, "`memory`, `redis` or a dotted path to a RunLog subclass; default `redis` when CHAT_REDIS_URL is set",
         derived=_run_log_backend)

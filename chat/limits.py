@@ -53,7 +53,7 @@ class Limiter:
         r = self._client()
         if r is not None:
             try:
-                key = f"chat:rate:{user_id}:{int(time.time() // 60)}"
+                key = f"{chat_settings.CHAT_REDIS_KEY_PREFIX}rate:{user_id}:{int(time.time() // 60)}"
                 pipe = r.pipeline(transaction=False)
                 pipe.incr(key)
                 pipe.expire(key, 120)
@@ -77,7 +77,7 @@ class Limiter:
         r = self._client()
         if r is not None:
             try:
-                await r.decr(f"chat:rate:{user_id}:{int(time.time() // 60)}")
+                await r.decr(f"{chat_settings.CHAT_REDIS_KEY_PREFIX}rate:{user_id}:{int(time.time() // 60)}")
                 return
             except redis_errors():
                 pass
@@ -133,7 +133,7 @@ class Limiter:
 
     @staticmethod
     def _socket_key(user_id: int) -> str:
-        return f"chat:sockets:{user_id}"
+        return f"{chat_settings.CHAT_REDIS_KEY_PREFIX}sockets:{user_id}"
 
     def open_sockets(self, user_id: int) -> int:
         """Sockets this process has open for the user."""

@@ -15,6 +15,11 @@ from chat.providers.scripted import ScriptedProvider
 from chat.runs import manager
 from tests.protocol import check_http, check_wire
 
+# Redis keys of this test session (and of the servers it starts) are its own: another run's leftovers on the same
+# Redis - today's budget of a user id PostgreSQL hands out again, a socket count - must not leak into this one
+TEST_REDIS_PREFIX = f"chat-test-{uuid.uuid4().hex[:12]}:"
+os.environ["CHAT_REDIS_KEY_PREFIX"] = TEST_REDIS_PREFIX
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """With REQUIRE_SERVICES=1 (CI), PostgreSQL and Redis must answer: fail the run, never skip."""
@@ -36,6 +41,22 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         problems.append(f"PostgreSQL at DATABASE_URL: {exc}")
     if problems:
         pytest.exit("REQUIRE_SERVICES=1 but: " + "; ".join(problems), returncode=3)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Remove this session's Redis keys (they would expire anyway, some only after two days)."""
+    if not os.environ.get("REDIS_URL"):
+        return
+    try:
+        import redis
+
+        r = redis.Redis.from_url(os.environ["REDIS_URL"], socket_timeout=3)
+        keys = list(r.scan_iter(match=f"{TEST_REDIS_PREFIX}*", count=1000))
+        for start in range(0, len(keys), 500):
+            r.delete(*keys[start:start + 500])
+        r.close()
+    except Exception:  # cleanup only: a Redis gone by now must not fail the run
+        pass
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -68,6 +89,7 @@ def _clean_state(settings: Any) -> Any:
     from django.utils import translation
 
     settings.CHAT_OFFLINE_DELAY = 0
+    settings.CHAT_REDIS_KEY_PREFIX = TEST_REDIS_PREFIX
     # each test has its own event loop; channels_redis binds a layer's process-local receive to the first loop
     # that used it ("Two event loops are trying to receive()"), so every test gets fresh layers
     channel_layers.backends.clear()

@@ -180,11 +180,12 @@ def _seq(entry_id: str) -> int:
 
 
 class RedisRunLog(RunLog):
-    """A Redis Stream per run (`chat:run:<id>`), entry id `<seq>-0`, expiring CHAT_RUN_LOG_TTL after the run ends."""
+    """A Redis Stream per run (`<CHAT_REDIS_KEY_PREFIX>run:<id>`), entry id `<seq>-0`, expiring CHAT_RUN_LOG_TTL after the run ends."""
 
     errors = (rexc.ConnectionError, rexc.TimeoutError, ConnectionError, OSError, asyncio.TimeoutError)
 
-    def __init__(self, url: str, ttl: float) -> None:
+    def __init__(self, url: str, ttl: float, prefix: str = "chat:") -> None:
+        self.prefix = prefix
         self.redis: aioredis.Redis = aioredis.from_url(
             url, decode_responses=True, socket_connect_timeout=2, health_check_interval=10)
         self.ttl = max(1, round(ttl))  # EXPIRE takes whole seconds
@@ -193,15 +194,13 @@ class RedisRunLog(RunLog):
 
     @classmethod
     def from_settings(cls, conf: ChatSettings) -> RedisRunLog:
-        return cls(conf.CHAT_REDIS_URL, conf.CHAT_RUN_LOG_TTL)
+        return cls(conf.CHAT_REDIS_URL, conf.CHAT_RUN_LOG_TTL, conf.CHAT_REDIS_KEY_PREFIX)
 
-    @staticmethod
-    def key(run_id: str) -> str:
-        return f"chat:run:{run_id}"
+    def key(self, run_id: str) -> str:
+        return f"{self.prefix}run:{run_id}"
 
-    @staticmethod
-    def cancel_key(run_id: str) -> str:
-        return f"chat:cancel:{run_id}"
+    def cancel_key(self, run_id: str) -> str:
+        return f"{self.prefix}cancel:{run_id}"
 
     def _ttl(self, terminal: bool) -> int:
         return self.ttl if terminal else max(self.ttl, 24 * 3600)

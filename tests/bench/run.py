@@ -619,7 +619,8 @@ class Bench:
                     s.stop()
             try:
                 r = redis_sync.Redis.from_url(redis_url)
-                keys = [f"chat:run:{rid}" for rid in run_ids] + [f"asgi:group:run.{rid}" for rid in run_ids]
+                prefix = env.get("CHAT_REDIS_KEY_PREFIX", "chat:")
+                keys = [f"{prefix}run:{rid}" for rid in run_ids] + [f"asgi:group:run.{rid}" for rid in run_ids]
                 for k in range(0, len(keys), 500):
                     r.delete(*keys[k:k + 500]) if keys[k:k + 500] else None
                 r.close()

@@ -243,3 +243,17 @@ async def test_a_budget_spent_through_one_process_is_refused_by_another_on_every
     assert status == 200 and json.loads(raw)["message"].strip()  # budgets are per user; B serves
     asked = json.dumps([request["body"] for request in cluster.fake_requests()])
     assert "spend the budget" in asked and "refused on" not in asked  # no model call for a refused message
+
+
+def test_every_redis_key_carries_the_sites_prefix(settings: Any) -> None:
+    """Two sites (or two test runs) sharing one Redis never read each other's budgets, limits or run logs."""
+    from chat.conf import chat_settings
+    from chat.limits import limiter
+    from chat.runs.log import RedisRunLog
+
+    settings.CHAT_REDIS_KEY_PREFIX = "site2:"
+    settings.CHAT_REDIS_URL = "redis://127.0.0.1:1/0"  # never contacted: keys only
+    assert budgets.key(5, "20260101") == "site2:budget:5:20260101"
+    assert limiter._socket_key(5) == "site2:sockets:5"
+    log = RedisRunLog.from_settings(chat_settings)
+    assert (log.key("r1"), log.cancel_key("r1")) == ("site2:run:r1", "site2:cancel:r1")

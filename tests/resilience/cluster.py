@@ -93,6 +93,7 @@ class Cluster:
             "CHAT_PROVIDER_MAX_RETRIES": "2", "CHAT_PROVIDER_TIMEOUT": "10", "CHAT_RATE_LIMIT_PER_MINUTE": "100000",
             "CHAT_MAX_RUNNING_PER_USER": "100", "CHAT_MAX_SOCKETS_PER_USER": "500", "CHAT_SHUTDOWN_TIMEOUT": "8",
             "CHAT_FLUSH_INTERVAL": "0.25", "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1",
+            "CHAT_REDIS_KEY_PREFIX": os.environ.get("CHAT_REDIS_KEY_PREFIX", "chat:"),  # the test process reads the same keys
         })
         env.update(self.extra_env)
         env.update(extra)

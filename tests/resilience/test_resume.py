@@ -182,7 +182,7 @@ async def test_outside_the_retained_window_the_client_is_told_to_resync(user: An
         import redis.asyncio as aioredis
 
         r = aioredis.from_url(settings.REDIS_URL)
-        await r.delete(f"chat:run:{trace.run_id}")
+        await r.delete(f"{settings.CHAT_REDIS_KEY_PREFIX}run:{trace.run_id}")
         await r.aclose()
     await ws.send({"type": "chat.resume", "run_id": trace.run_id, "after_seq": 2})
     resync = await ws.recv()
