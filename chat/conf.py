@@ -131,7 +131,8 @@ class ChatSettings:
     # ---- streaming and persistence ----
     CHAT_COALESCE_WINDOW: float = setting(0.03, "seconds text deltas are gathered into one event")
     CHAT_FLUSH_INTERVAL: float = setting(0.25, "seconds after the first text before streamed text is saved")
-    CHAT_FLUSH_MAX_INTERVAL: float = setting(0.9, "the save window doubles up to this many seconds")
+    CHAT_FLUSH_MAX_INTERVAL: float = setting(
+        1.5, "the save window doubles up to this many seconds (the most text a crash can take from the saved message)")
     # ---- runs across processes ----
     CHAT_REDIS_URL: str = setting(
         "", "Redis for the run log and the shared limits; default: the project's REDIS_URL, else none", derived=_redis_url)
@@ -169,6 +170,8 @@ class ChatSettings:
     CHAT_ACTION_TOKEN_MAX_AGE: int = setting(3600, "seconds a server-action button stays valid", positive=True)
     CHAT_AUTH_RECHECK_INTERVAL: float = setting(
         3.0, "seconds between an open socket's checks that its token, session and user are still valid", positive=True)
+    CHAT_STAFF_SETTINGS_TTL: float = setting(
+        5.0, "seconds a process reuses staff's tool, group and MCP settings (changes made in this process apply at once; 0: read every turn)")
     # ---- the web tools (tools/builtin/web.py) ----
     CHAT_TOOL_THREADS: int = setting(
         16, "threads blocking tools and server actions run in (a slow tool never holds up other users' database access)", positive=True)

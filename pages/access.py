@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chat.staff_settings import staff_setting
 from pages.registry import PageSpec, ServerAction, registry
 from tools.access import Access, access_for
 
@@ -10,10 +11,12 @@ __all__ = ["Access", "access_for", "page_denied", "page_group_restriction", "ser
 
 
 def page_group_restriction(name: str) -> dict[int, str]:
-    """Staff's group restriction of the page called `name` (group id -> name; empty: none). One query."""
+    """Staff's group restriction of the page called `name` (group id -> name; empty: none; read-only). One query at
+    most every CHAT_STAFF_SETTINGS_TTL."""
     from pages.models import ChatPage
 
-    return dict(ChatPage.groups.through.objects.filter(chatpage__name=name).values_list("group_id", "group__name"))
+    return staff_setting(f"pages.groups.{name}", lambda: dict(
+        ChatPage.groups.through.objects.filter(chatpage__name=name).values_list("group_id", "group__name")))
 
 
 def page_denied(access: Access, page: PageSpec) -> str | None:

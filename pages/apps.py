@@ -19,6 +19,19 @@ class PagesConfig(AppConfig):
         # One discovery module per app: `<app>/assistant.py` registers its tools, payload types and pages.
         autodiscover_modules(DISCOVERY_MODULE)
         post_migrate.connect(_sync, sender=self)
+        _clear_staff_settings_on_change()
+
+
+def _clear_staff_settings_on_change() -> None:
+    """A page's row or its groups changed in this process: the cached restrictions go at once."""
+    from django.db.models.signals import m2m_changed, post_delete, post_save
+
+    from chat import staff_settings
+    from pages.models import ChatPage
+
+    post_save.connect(staff_settings.clear, sender=ChatPage, dispatch_uid="pagechat-staff-save-ChatPage")
+    post_delete.connect(staff_settings.clear, sender=ChatPage, dispatch_uid="pagechat-staff-delete-ChatPage")
+    m2m_changed.connect(staff_settings.clear, sender=ChatPage.groups.through, dispatch_uid="pagechat-staff-m2m-ChatPage")
 
 
 def _sync(**kwargs: object) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from channels.testing import WebsocketCommunicator
 
+from chat import staff_settings
 from chat.limits import limiter
 from chat.providers.scripted import ScriptedProvider
 from chat.runs import manager
@@ -93,6 +94,7 @@ def _clean_state(settings: Any) -> Any:
     # each test has its own event loop; channels_redis binds a layer's process-local receive to the first loop
     # that used it ("Two event loops are trying to receive()"), so every test gets fresh layers
     channel_layers.backends.clear()
+    staff_settings.clear()  # a test's rows (often written with .update(), which sends no signal) are read fresh
     ScriptedProvider.reset()
     limiter.reset()
     manager.handles.clear()

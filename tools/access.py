@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from chat.staff_settings import staff_setting
 from tools.spec import ToolSpec
 
 # ModelBackend caches a user's permissions on the user object; a websocket keeps one user object for hours
@@ -71,21 +72,25 @@ class ToolAccess:
 
 
 def tool_group_restrictions() -> dict[str, dict[int, str]]:
-    """Staff's group restrictions by tool name (one query)."""
+    """Staff's group restrictions by tool name (one query at most every CHAT_STAFF_SETTINGS_TTL; read-only)."""
     from tools.models import Tool
 
-    found: dict[str, dict[int, str]] = {}
-    for name, group_id, group_name in Tool.groups.through.objects.values_list("tool__name", "group_id", "group__name"):
-        found.setdefault(name, {})[group_id] = group_name
-    return found
+    return staff_setting("tools.groups", lambda: _by_name(
+        Tool.groups.through.objects.values_list("tool__name", "group_id", "group__name")))
 
 
 def mcp_server_group_restrictions() -> dict[str, dict[int, str]]:
-    """Staff's group restrictions by MCP server name (one query)."""
+    """Staff's group restrictions by MCP server name (one query at most every CHAT_STAFF_SETTINGS_TTL; read-only)."""
     from tools.models import McpServer
 
+    return staff_setting("tools.mcp_groups", lambda: _by_name(
+        McpServer.groups.through.objects.values_list("mcpserver__name", "group_id", "group__name")))
+
+
+def _by_name(rows: Iterable[tuple[str, int, str]]) -> dict[str, dict[int, str]]:
+    """(name, group id, group name) rows -> name -> {group id: group name}."""
     found: dict[str, dict[int, str]] = {}
-    for name, group_id, group_name in McpServer.groups.through.objects.values_list("mcpserver__name", "group_id", "group__name"):
+    for name, group_id, group_name in rows:
         found.setdefault(name, {})[group_id] = group_name
     return found
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chat.agent.types import ToolContext, ToolProgress, ToolResult
+from chat.staff_settings import staff_setting
 from tools.registry import ToolRegistry, registry as default_registry
 from tools.spec import ToolSpec
 
@@ -307,7 +308,7 @@ def server_specs(server: McpServer) -> list[ToolSpec]:
 
 
 class McpRegistration:
-    """What this process has registered from the McpServer rows; rebuilt when a row changes (checked every turn)."""
+    """What this process has registered from the McpServer rows; rebuilt when a row changes (checked every turn, read at most every CHAT_STAFF_SETTINGS_TTL)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -320,7 +321,7 @@ class McpRegistration:
         from tools.models import McpServer
 
         key = id(registry)
-        fingerprint = tuple(McpServer.objects.order_by("pk").values_list("pk", "updated_at"))
+        fingerprint = staff_setting("tools.mcp_servers", lambda: tuple(McpServer.objects.order_by("pk").values_list("pk", "updated_at")))
         with self._lock:
             if self._fingerprints.get(key) == fingerprint:
                 return self.pages.get(key, {})

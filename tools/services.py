@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chat.staff_settings import staff_setting
 from tools.registry import ToolRegistry, registry as default_registry
 
 
@@ -36,10 +37,10 @@ def tool_rows_sync(*, registry: ToolRegistry = default_registry) -> None:
 
 
 def tool_overrides() -> dict[str, ToolOverride]:
-    """Staff settings by tool name (one query)."""
+    """Staff settings by tool name (one query at most every CHAT_STAFF_SETTINGS_TTL; read-only)."""
     from tools.models import Tool
 
-    return {
+    return staff_setting("tools.overrides", lambda: {
         name: ToolOverride(enabled, approval, override)
         for name, enabled, approval, override in Tool.objects.values_list("name", "enabled", "requires_approval", "description_override")
-    }
+    })

@@ -36,6 +36,7 @@ class TurnRecord:
     started: float = field(default_factory=time.perf_counter)
     client_tools: tuple[ClientTool, ...] = ()  # offered to the model; a call to one ends the run
     answered_calls: list[AnsweredCall] = field(default_factory=list)  # the client's answers this run continues from
+    tools_started: bool = False  # a tool call of this run was recorded as started (only then can one be left open)
 
 
 @dataclass
@@ -112,9 +113,9 @@ def turn_persist(*, record: TurnRecord, outcome: TurnOutcome) -> None:
         if outcome.tool_calls:  # they ran, whatever happens to the run's verdict (their `started` rows get the result)
             ToolCall.objects.bulk_create(outcome.tool_calls, update_conflicts=True, unique_fields=["run", "tool_use_id"],
                                          update_fields=["index", "name", "input", "output", "status", "duration_ms", "error"])
-        # started but never finished (the run was cancelled or interrupted mid-tool): never run again
-        ToolCall.objects.filter(run_id=record.run_id, status=ToolCall.Status.STARTED).update(
-            status=ToolCall.Status.INTERRUPTED, error=TOOL_INTERRUPTED)
+        if record.tools_started:  # started but never finished (cancelled or interrupted mid-tool): never run again
+            ToolCall.objects.filter(run_id=record.run_id, status=ToolCall.Status.STARTED).update(
+                status=ToolCall.Status.INTERRUPTED, error=TOOL_INTERRUPTED)
         if record.assistant_message_id is None:  # the run ended before it got to create its message
             record.assistant_message_id = Message.objects.create(
                 conversation_id=record.conversation_id, role=Message.Role.ASSISTANT, status=msg_status, run_id=record.run_id,

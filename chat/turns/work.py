@@ -172,6 +172,7 @@ class Turn:
     async def before_tool(self, tool_use_id: str, name: str, tool_input: dict[str, Any], index: int) -> None:
         """Record the call as started (and the tool_use in the saved history) before it runs: after a crash it is
         reported interrupted and no resume, resend or next message runs it again."""
+        self.record.tools_started = True  # before the write: a crash between the two must still close the call
         await sync_to_async(persistence.tool_call_started)(
             run_id=self.record.run_id, index=index, tool_use_id=tool_use_id, name=name, tool_input=tool_input)
         if self.pipe is not None and self.record.assistant_message_id is not None:

@@ -54,3 +54,24 @@ async def test_a_slow_tool_does_not_hold_up_another_users_handshake(user: Any, o
     assert tool.status == "ok" and "2 users" in tool.output
     await other.close()
     await ws.close()
+
+
+async def test_a_tool_running_when_the_user_stops_is_recorded_interrupted_and_never_run_again(
+        user: Any, scripted: Any, slow_tool: Any) -> None:
+    from chat.turns.persistence import TOOL_INTERRUPTED
+
+    started, release = slow_tool
+    scripted.enqueue(s.tool_call("slow_report", {}, tool_id="toolu_stop"), s.text("Never reached."))
+    ws, _ = await ws_connect(user)
+    assert ws is not None
+    await ws.chat("report please")
+    assert await asyncio.to_thread(started.wait, 5)
+    tool = await ToolCall.objects.aget(tool_use_id="toolu_stop")
+    assert tool.status == "started"  # recorded before it ran
+    await ws.send({"type": "chat.cancel", "run_id": str(tool.run_id)})
+    frames = await ws.until_terminal()
+    assert frames[-1]["type"] == "cancelled"
+    release.set()
+    await tool.arefresh_from_db()
+    assert (tool.status, tool.error) == ("interrupted", TOOL_INTERRUPTED)
+    await ws.close()
