@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,28 +33,23 @@ def token_key(header: str) -> str | None:
     return key.strip() if kind.lower() == "token" and key.strip() else None
 
 
-async def revocation(*, user_id: int, token: str | None, session_key: str | None,
-                     on_thread: Callable[[Callable[..., int | None]], Callable[..., Awaitable[int | None]]] | None = None) -> int | None:
-    """The close code for a socket whose credentials were revoked since it opened, or None while they hold.
-
-    One thread hop: on `on_thread` (a `sync_to_async`-like wrapper) when given, else on Django's sync thread."""
-    from asgiref.sync import sync_to_async
-
-    return await (on_thread or sync_to_async)(revoked_close_code)(user_id=user_id, token=token, session_key=session_key)
-
-
-def revoked_close_code(*, user_id: int, token: str | None, session_key: str | None) -> int | None:
-    """`revocation`'s check, synchronous: one query while all is well (this runs before every send)."""
+async def revocation(*, user_id: int, token: str | None, session_key: str | None) -> int | None:
+    """The close code for a socket whose credentials were revoked since it opened, or None while they hold."""
     from django.contrib.auth import get_user_model
 
     if token is not None:
         from rest_framework.authtoken.models import Token
 
-        if Token.objects.filter(key=token, user_id=user_id, user__is_active=True).exists():
+        # one query while all is well (this runs before every send); a second only to say why not
+        if await Token.objects.filter(key=token, user_id=user_id, user__is_active=True).aexists():
             return None
-    elif session_key is not None and _session_user_id(session_key) == user_id:
-        return None  # Django's own check (session not expired, password hash, user active)
-    if not get_user_model()._default_manager.filter(pk=user_id, is_active=True).exists():
+    elif session_key is not None:
+        from asgiref.sync import sync_to_async
+
+        # Django's own check (session not expired, password hash, user active): one hop while all is well
+        if await sync_to_async(_session_user_id)(session_key) == user_id:
+            return None
+    if not await get_user_model()._default_manager.filter(pk=user_id, is_active=True).aexists():
         return CLOSE_USER_INACTIVE
     if token is not None:
         return CLOSE_TOKEN_REVOKED

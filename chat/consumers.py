@@ -17,7 +17,6 @@ from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameErro
 from chat.limits import limiter
 from chat.runs import ResyncRequired, manager
 from chat.signals import user_group
-from chat.turns.admission import on_ack_thread
 
 log = logging.getLogger(__name__)
 
@@ -142,9 +141,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     # ---- handlers --------------------------------------------------------------------------------
 
     async def on_send(self, frame: ChatSend) -> None:
-        # a turn acts as the user: never on revoked credentials. Checked on the acknowledgement's own thread, so a
-        # send never queues behind other runs' saves on Django's sync thread (the first event's latency)
-        if await self._check_credentials(on_thread=on_ack_thread):
+        if await self._check_credentials():  # a turn acts as the user: never on revoked credentials
             return
         started = await services.turn_start(user=self.user, frame=frame)
         self._follow(started.run_id, 0)
@@ -195,12 +192,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """A token of this user was deleted or the user deactivated (somewhere): check this socket's now."""
         await self._check_credentials()
 
-    async def _check_credentials(self, on_thread: Any = None) -> bool:
+    async def _check_credentials(self) -> bool:
         """Close the socket (with the code that says why) if its token, session or user was revoked; True if closed."""
         if self.closing:
             return True
         try:
-            code = await revocation(user_id=self.user.pk, token=self.token, session_key=self.session_key, on_thread=on_thread)
+            code = await revocation(user_id=self.user.pk, token=self.token, session_key=self.session_key)
         except Exception:  # the database is away: check again later rather than close a valid socket
             log.warning("could not re-check a socket's credentials", exc_info=log.isEnabledFor(logging.DEBUG))
             return False

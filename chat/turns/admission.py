@@ -126,8 +126,7 @@ def turn_started_by_client_id(*, user: User, client_message_id: str | None, conv
 _ACK_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-ack")
 
 
-def on_ack_thread[**P, R](fn: Callable[P, R]) -> Callable[P, Any]:
-    """`fn` as a coroutine function run on the acknowledgement thread (a new message's own short database work)."""
+def _on_ack_thread[**P, R](fn: Callable[P, R]) -> Callable[P, Any]:
     def job(*args: P.args, **kwargs: P.kwargs) -> R:
         close_old_connections()  # this thread is outside Django's request cycle: recycle broken/expired connections
         return fn(*args, **kwargs)
@@ -158,7 +157,7 @@ async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str
 
 async def _regenerate_begin(user: User, conversation_id: int, context: dict[str, Any] | None, message_id: int | None,
                             provider: Provider, client_message_id: str | None = None, language: str | None = None) -> TurnStarted:
-    started, record, frame = await on_ack_thread(_regenerate_db)(user, conversation_id, context, message_id, provider, client_message_id, language)
+    started, record, frame = await _on_ack_thread(_regenerate_db)(user, conversation_id, context, message_id, provider, client_message_id, language)
     await _run_begin(user, frame, provider, started, record)
     return started
 
@@ -204,7 +203,7 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
 
 
 async def _turn_begin(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras) -> TurnStarted:
-    started, record = await on_ack_thread(_turn_start_db)(user, frame, provider, extras)
+    started, record = await _on_ack_thread(_turn_start_db)(user, frame, provider, extras)
     if record is None:
         return started
     await _run_begin(user, frame, provider, started, record)
