@@ -10,6 +10,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -24,6 +25,7 @@ _WRITE = re.compile(r'^\s*(INSERT|UPDATE|DELETE|REPLACE)\b(?:\s+OR\s+\w+)?(?:\s+
 _HEARTBEAT = re.compile(r'^\s*UPDATE\s+"?pagechat_run"?\s+SET\s+"?heartbeat_at"?', re.I)
 _profiler: cProfile.Profile | None = None
 _SQL_LOG = bool(os.environ.get("BENCH_SQL_LOG"))
+_SQL_SLOW_MS = float(os.environ.get("BENCH_SQL_SLOW_MS") or 0)  # experiment knob: log statements slower than this
 
 
 def _count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
@@ -35,7 +37,15 @@ def _count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any
         _statements[key] += 1
     if _SQL_LOG:  # experiment knob: every statement, to find the ones a turn could do without
         print(f"SQL [{threading.current_thread().name}] {sql[:300]}", file=sys.stderr, flush=True)
-    return execute(sql, params, many, context)
+    if not _SQL_SLOW_MS:
+        return execute(sql, params, many, context)
+    began = time.perf_counter()
+    try:
+        return execute(sql, params, many, context)
+    finally:
+        took = (time.perf_counter() - began) * 1000
+        if took > _SQL_SLOW_MS:
+            print(f"SLOW SQL {took:.1f} ms [{threading.current_thread().name}] {sql[:120]}", file=sys.stderr, flush=True)
 
 
 def _on_connection(sender: Any, connection: Any, **kwargs: Any) -> None:
@@ -106,7 +116,7 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> Any:
     if path == "/__bench__/gc":
         return await _json(send, {"collected": gc.collect()})
     if path == "/__bench__/profile/start":
-        _profiler = cProfile.Profile()  # the event-loop thread: where the per-event hot path runs
+        _profiler = cProfile.Profile()  # Python 3.12's cProfile (sys.monitoring) sees every thread of the process
         _profiler.enable()
         return await _json(send, {"ok": True})
     if path == "/__bench__/profile/stop":

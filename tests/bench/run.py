@@ -126,9 +126,9 @@ class Bench:
         db = VAR / "bench.sqlite3"
         for suffix in ("", "-wal", "-shm"):
             Path(str(db) + suffix).unlink(missing_ok=True)
-        url = f"sqlite:///{db}"
+        url = os.environ.get("BENCH_APP_DATABASE_URL") or f"sqlite:///{db}"  # experiment knob: an empty database
         self.db_url = url
-        log("migrating the bench database (SQLite) and creating users")
+        log(f"migrating the bench database ({url.split(':', 1)[0]}) and creating users")
         self.db_env = app_env(url)
         self.tokens = prepare_db(self.db_env)
         self.servers["app"] = Server("app", "tests.bench.asgi_counting:application", self.db_env, VAR / "logs").start()
@@ -171,6 +171,8 @@ class Bench:
             await relay_turn(ws_ch, "turn100")
             await relay_turn(ws_asgi, "turn100")
         runs: dict[str, list[Turn]] = {"app": [], "channels": [], "asgi": []}
+        if self.profile:  # every thread of the app: where a turn's fixed cost goes
+            app.bench("profile/start")
         cpu = CPU(app, ch, asgi)
         stats0 = app.bench("stats")
         conv: int | None = None
@@ -186,6 +188,10 @@ class Bench:
                 runs["asgi"].append(await relay_turn(ws_asgi, "turn100"))
         used = cpu.used()
         stats1 = app.bench("stats")
+        if self.profile:
+            prof = VAR / "cprofile-app-sequential.prof"
+            app.bench(f"profile/stop?{prof}")
+            self.profile_text(prof, VAR / "cprofile-app-sequential.txt")
         for ws in (ws_app, ws_ch, ws_asgi):
             await ws.close()
         # SSE on its own, so the app's CPU delta is the SSE path's
@@ -262,6 +268,7 @@ class Bench:
         self.results["throughput"] = out
 
     def profile_text(self, prof: Path, out: Path) -> None:
+        """The profile as text: by own time, then cumulative."""
         import io
         import pstats
 
@@ -427,26 +434,31 @@ class Bench:
         raw, app = self.servers["app_raw"], self.servers["app"]
         log("  installing / starting the Chainlit peer (its own virtualenv under var/bench)")
         peer = chainlit_server(VAR, VAR / "logs").start()
-        self.extra_servers = [peer]
+        # the production server too (Chainlit itself runs on uvicorn): the same app, coalescing off and default
+        uv_raw = Server("peers_uvicorn_raw", "tests.bench.asgi_counting:application",
+                        app_env(self.db_url, CHAT_COALESCE_WINDOW="0"), VAR / "logs", server="uvicorn").start()
+        uv = Server("peers_uvicorn", "tests.bench.asgi_counting:application", self.db_env, VAR / "logs", server="uvicorn").start()
+        self.extra_servers = [peer, uv_raw, uv]
         client = ChainlitClient(chainlit_venv(VAR), peer.port)
         message = f"bench:tokens={n}"
-        ws_raw, ws_app = await ws_open(raw.ws_url, self.tokens[5]), await ws_open(app.ws_url, self.tokens[6])
+        apps = {"app_raw": raw, "app": app, "uvicorn_raw": uv_raw, "uvicorn": uv}
+        sockets = {name: await ws_open(server.ws_url, self.tokens[5 + i]) for i, (name, server) in enumerate(apps.items())}
         sides: dict[str, dict[str, Any]] = {k: {"cpu": 0.0, "turns": [], "events": 0, "text_ok": 0}
-                                            for k in ("chainlit", "app_raw", "app")}
+                                            for k in ("chainlit", *apps)}
         expected = answer_text(n)
         try:
             await asyncio.to_thread(client.turn, n)  # warm-up
-            await ws_turn(ws_raw, message, None)
-            await ws_turn(ws_app, message, None)
+            for ws in sockets.values():
+                await ws_turn(ws, message, None)
             for _ in range(rounds):
-                for name, server in (("chainlit", peer), ("app_raw", raw), ("app", app)):
+                for name, server in (("chainlit", peer), *apps.items()):
                     c0 = server.cpu()
                     if name == "chainlit":
                         r = await asyncio.to_thread(client.turn, n)
                         t = Turn(ok=True, first_event=r["first_event"], first_text=r["first_event"], end=r["end"], events=r["events"])
                         text_ok = r["text"] == expected
                     else:
-                        t = await ws_turn(ws_raw if name == "app_raw" else ws_app, message, None, timeout=120)
+                        t = await ws_turn(sockets[name], message, None, timeout=120)
                         text_ok = t.ok and t.text_matches
                     await asyncio.sleep(0.05)  # the server's own bookkeeping after the last frame
                     side = sides[name]
@@ -456,9 +468,10 @@ class Bench:
                     side["text_ok"] += int(text_ok)
         finally:
             client.close()
-            for w in (ws_raw, ws_app):
+            for w in sockets.values():
                 await w.close()
-            peer.stop()
+            for srv in (peer, uv_raw, uv):
+                srv.stop()
             self.extra_servers = []
         out: dict[str, Any] = {"tokens_per_answer": n, "rounds": rounds}
         for name, side in sides.items():
@@ -469,6 +482,8 @@ class Bench:
                          "first_event_ms_median": ms(pct([t.first_event for t in turns if t.first_event], 50))}
         out["ratio_coalescing_off"] = ratio(out["app_raw"]["cpu_per_token_us"], out["chainlit"]["cpu_per_token_us"])
         out["ratio_default"] = ratio(out["app"]["cpu_per_token_us"], out["chainlit"]["cpu_per_token_us"])
+        out["ratio_coalescing_off_uvicorn"] = ratio(out["uvicorn_raw"]["cpu_per_token_us"], out["chainlit"]["cpu_per_token_us"])
+        out["ratio_default_uvicorn"] = ratio(out["uvicorn"]["cpu_per_token_us"], out["chainlit"]["cpu_per_token_us"])
         self.results["peers"] = out
 
     # -- 8. the same app on daphne and on uvicorn --
