@@ -1,30 +1,25 @@
 """The Anthropic Messages API (or any Anthropic-compatible server) through the official SDK's async streaming."""
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import anthropic
 import httpx2
 
 from chat.providers.base import (
     MessageEnd,
-    Progress,
-    Provider,
     ProviderError,
     ProviderEvent,
     ProviderRequest,
-    StallGuard,
+    SdkProvider,
     TextDelta,
     ToolInputDelta,
     ToolUseEnd,
     ToolUseStart,
     Usage,
-    stream_with_retries,
+    parse_tool_input,
 )
 
 # The API's error `type` decides the code; the HTTP status is the fallback (mid-stream errors arrive with 200).
@@ -46,19 +41,9 @@ _CODE_BY_STATUS = {
     408: "timeout", 504: "timeout",
     429: "rate_limited", 529: "overloaded",
 }
-_RETRYABLE = frozenset({"rate_limited", "overloaded", "timeout", "provider_unavailable"})
-_DESCRIPTIONS = {
-    "rate_limited": "rate limit reached",
-    "overloaded": "the model is overloaded",
-    "timeout": "the model did not answer in time",
-    "provider_unavailable": "the model server is unavailable",
-    "bad_request": "the model server rejected the request",
-    "auth_error": "the model server refused the credentials",
-    "provider_error": "the model call failed",
-}
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SdkProvider):
     """Streams one Messages API call as provider events; retries only while nothing has been yielded."""
 
     name = "anthropic"
@@ -67,31 +52,11 @@ class AnthropicProvider(Provider):
     generates_titles = True
     supports_images = True
     supports_documents = True
+    server_label = "Anthropic"
 
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_retries: int = 3,
-        timeout: float = 60.0,
-        stall_timeout: float = 30.0,
-        retry_backoff: float = 0.5,
-        prompt_caching: bool = True,
-        http_client: httpx2.AsyncClient | None = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(**options)  # the key stays out of `options` so it is never echoed
-        self._api_key = api_key or None
-        self.base_url = base_url or None
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.stall_timeout = stall_timeout
-        self.retry_backoff = retry_backoff  # first wait of the provider's own retries (after HTTP 200)
+    def __init__(self, *, prompt_caching: bool = True, **options: Any) -> None:
+        super().__init__(**options)
         self.prompt_caching = prompt_caching
-        self._http_client = http_client
-        self._client: anthropic.AsyncAnthropic | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
     def from_settings(cls, settings: Any) -> AnthropicProvider:
@@ -105,37 +70,24 @@ class AnthropicProvider(Provider):
             prompt_caching=settings.CHAT_PROMPT_CACHING,
         )
 
-    def _get_client(self) -> anthropic.AsyncAnthropic:
-        """One SDK client per provider instance and event loop (an HTTP pool cannot cross loops)."""
-        loop = asyncio.get_running_loop()
-        if self._client is None or (self._http_client is None and self._client_loop is not loop):
-            api_key = self._api_key
-            if api_key is None and self.base_url is not None:
-                api_key = "no-key"  # local Anthropic-compatible servers ignore the key but the SDK wants one
-            self._client = anthropic.AsyncAnthropic(
-                api_key=api_key,
-                base_url=self.base_url,
-                max_retries=self.max_retries,  # the SDK retries 408/409/429/5xx/529 and connection errors
-                timeout=self.timeout,
-                http_client=self._http_client,
-            )
-            self._client_loop = loop
-        return self._client
+    def _make_client(self, api_key: str | None) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=self.base_url,
+            max_retries=self.max_retries,  # the SDK retries 408/409/429/5xx/529 and connection errors
+            timeout=self.timeout,
+            http_client=self._http_client,
+        )
 
-    async def aclose(self) -> None:
-        """Close the SDK client's connection pool (not an injected http_client)."""
-        if self._client is not None and self._http_client is None:
-            await self._client.close()
-        self._client = None
+    async def _open(self, client: anthropic.AsyncAnthropic, kwargs: dict[str, Any]) -> Any:
+        # The raw event stream, not messages.stream(): its accumulator raises on malformed tool JSON,
+        # which must become a ToolUseEnd with input_error instead.
+        return await client.messages.create(**kwargs)
 
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        """Stream one response; ends with exactly one MessageEnd or raises ProviderError."""
-        kwargs = self._request_kwargs(request)
-        async for event in stream_with_retries(lambda progress: self._attempt(kwargs, progress),
-                                               max_retries=self.max_retries, retry_backoff=self.retry_backoff):
-            yield event
+    def _accumulator(self) -> _Accumulator:
+        return _Accumulator()
 
-    def _request_kwargs(self, request: ProviderRequest) -> dict[str, Any]:
+    def request_kwargs(self, request: ProviderRequest) -> dict[str, Any]:
         """The SDK call's arguments: system top-level, tools only when given, temperature through the body."""
         # A system-role message is refused by the API (and by Ollama); fold it into the top-level system.
         system_parts = [request.system] if request.system else []
@@ -160,40 +112,7 @@ class AnthropicProvider(Provider):
             _cache_breakpoints(kwargs)
         return kwargs
 
-    async def _attempt(self, kwargs: dict[str, Any], progress: Progress) -> AsyncGenerator[ProviderEvent, None]:
-        """One HTTP request and its stream, every failure mapped to ProviderError."""
-        try:
-            raw_stream = await self._get_client().messages.create(**kwargs)
-        except Exception as exc:
-            raise self._error(exc) from exc
-        progress.opened = True
-        # The raw event stream, not messages.stream(): its accumulator raises on malformed tool JSON,
-        # which must become a ToolUseEnd with input_error instead.
-        events = cast(AsyncGenerator[Any, None], aiter(raw_stream))
-        acc = _Accumulator()
-        try:
-            async for event in StallGuard(events, timeout=self.stall_timeout, label="Anthropic"):
-                for out in acc.feed(event):
-                    yield out
-                if acc.stopped:
-                    break
-            if not acc.stopped:
-                raise ProviderError("provider_unavailable", "Anthropic: the stream ended before message_stop",
-                                    retryable=True, status=200)
-            yield acc.message_end()
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise self._error(exc) from exc
-        finally:
-            # Also runs on cancellation and when the caller stops iterating: never leave the response open.
-            with contextlib.suppress(Exception):
-                await events.aclose()
-            with contextlib.suppress(Exception):
-                await raw_stream.close()
-
-    def _error(self, exc: BaseException) -> ProviderError:
-        """Map an SDK/transport failure to a ProviderError whose message carries no key or headers."""
+    def _error_parts(self, exc: BaseException) -> tuple[str, int | None, str]:
         status: int | None = None
         detail = ""
         if isinstance(exc, anthropic.APIStatusError):
@@ -209,12 +128,7 @@ class AnthropicProvider(Provider):
             code, detail = "auth_error", "no API key configured"  # the SDK found no credentials at all
         else:
             code, detail = "provider_error", f"{type(exc).__name__}: {exc}"
-        message = f"Anthropic: {_DESCRIPTIONS[code]}" + (f" (HTTP {status})" if status and status != 200 else "")
-        if detail:
-            message += f": {detail}"
-        if self._api_key:
-            message = message.replace(self._api_key, "[redacted]")
-        return ProviderError(code, message[:500], retryable=code in _RETRYABLE, status=status)
+        return code, status, detail
 
 
 @dataclass
@@ -228,6 +142,15 @@ class _Accumulator:
     stop_reason: str | None = None
     stop_sequence: str | None = None
     stopped: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped
+
+    def end(self) -> list[ProviderEvent]:
+        if not self.stopped:
+            raise ProviderError("provider_unavailable", "Anthropic: the stream ended before message_stop", retryable=True, status=200)
+        return [self.message_end()]
 
     def feed(self, event: Any) -> list[ProviderEvent]:
         kind = event.type
@@ -260,7 +183,7 @@ class _Accumulator:
         elif kind == "content_block_stop" and event.index in self.json_parts:
             block = self.blocks[event.index]
             raw = "".join(self.json_parts[event.index])
-            parsed, error = _parse_tool_input(raw)
+            parsed, error = parse_tool_input(raw)
             block["input"] = parsed
             if error:
                 block["raw_input"] = raw  # kept for diagnostics; the API would have sent valid JSON
@@ -330,16 +253,3 @@ def _with_cache_control(message: dict[str, Any]) -> dict[str, Any]:
         return message
     blocks[cacheable[-1]]["cache_control"] = _EPHEMERAL
     return {**message, "content": blocks}
-
-
-def _parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
-    """The tool input as a dict, or ({}, reason) when the model's JSON is malformed or not an object."""
-    if not raw.strip():
-        return {}, None  # a tool without parameters streams no input at all
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return {}, f"invalid JSON: {exc}"
-    if not isinstance(value, dict):
-        return {}, f"expected a JSON object, got {type(value).__name__}"
-    return value, None

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, cast
 
 
 @dataclass(slots=True)
@@ -183,3 +184,159 @@ class StallGuard:
             raise ProviderError(
                 "timeout", f"{self.label}: no data from the model for {self.timeout:g} s", retryable=True,
             ) from None
+
+
+# ---- providers on an official async SDK (Anthropic, OpenAI) ----------------------------------------------------
+
+RETRYABLE_CODES = frozenset({"rate_limited", "overloaded", "timeout", "provider_unavailable"})
+ERROR_DESCRIPTIONS = {
+    "rate_limited": "rate limit reached",
+    "overloaded": "the model is overloaded",
+    "timeout": "the model did not answer in time",
+    "provider_unavailable": "the model server is unavailable",
+    "bad_request": "the model server rejected the request",
+    "auth_error": "the model server refused the credentials",
+    "provider_error": "the model call failed",
+}
+
+
+class StreamAccumulator(Protocol):
+    """Turns one SDK stream's items into provider events."""
+
+    @property
+    def complete(self) -> bool:
+        """The response's last item arrived: stop reading."""
+
+    def feed(self, item: Any) -> list[ProviderEvent]:
+        """The provider events one raw item makes (often none)."""
+
+    def end(self) -> list[ProviderEvent]:
+        """The closing events, MessageEnd last; raises a retryable ProviderError when the stream ended early."""
+
+
+def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
+    """The tool input as a dict, or ({}, reason) when the model's JSON is malformed or not an object."""
+    if not raw.strip():
+        return {}, None  # a tool without parameters streams no input at all
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return {}, f"invalid JSON: {exc}"
+    if not isinstance(value, dict):
+        return {}, f"expected a JSON object, got {type(value).__name__}"
+    return value, None
+
+
+class SdkProvider(Provider):
+    """A model server behind an official async SDK: one client per event loop, retries before any output only, a
+    stall timeout, the response always closed, errors mapped to codes with the key never in a message.
+
+    A subclass names the server (`server_label`) and supplies the SDK-specific parts: `_make_client`,
+    `request_kwargs`, `_open`, `_accumulator` and `_error_parts`."""
+
+    server_label: ClassVar[str] = "Model"  # in error messages, e.g. "OpenAI: rate limit reached"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 3,
+        timeout: float = 60.0,
+        stall_timeout: float = 30.0,
+        retry_backoff: float = 0.5,
+        http_client: Any = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)  # the key stays out of `options` so it is never echoed
+        self._api_key = api_key or None
+        self.base_url = base_url or None
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.stall_timeout = stall_timeout
+        self.retry_backoff = retry_backoff  # first wait of the provider's own retries (after HTTP 200)
+        self._http_client = http_client
+        self._client: Any = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    @abstractmethod
+    def _make_client(self, api_key: str | None) -> Any:
+        """A new SDK client for this server (with `self._http_client`, `self.max_retries`, `self.timeout`)."""
+
+    @abstractmethod
+    def request_kwargs(self, request: ProviderRequest) -> dict[str, Any]:
+        """The SDK call's arguments for one request."""
+
+    @abstractmethod
+    async def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
+        """Send the request; the SDK's async stream of raw items."""
+
+    @abstractmethod
+    def _accumulator(self) -> StreamAccumulator:
+        """A fresh accumulator for one attempt."""
+
+    @abstractmethod
+    def _error_parts(self, exc: BaseException) -> tuple[str, int | None, str]:
+        """An SDK/transport failure as (code, HTTP status or None, detail safe to show staff)."""
+
+    def _get_client(self) -> Any:
+        """One SDK client per provider instance and event loop (an HTTP pool cannot cross loops)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or (self._http_client is None and self._client_loop is not loop):
+            api_key = self._api_key
+            if api_key is None and self.base_url is not None:
+                api_key = "no-key"  # local servers ignore the key but the SDKs want one
+            self._client = self._make_client(api_key)
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connection pool (not an injected http_client)."""
+        if self._client is not None and self._http_client is None:
+            await self._client.close()
+        self._client = None
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        """Stream one response; ends with exactly one MessageEnd or raises ProviderError."""
+        kwargs = self.request_kwargs(request)
+        async for event in stream_with_retries(lambda progress: self._attempt(kwargs, progress),
+                                               max_retries=self.max_retries, retry_backoff=self.retry_backoff):
+            yield event
+
+    async def _attempt(self, kwargs: dict[str, Any], progress: Progress) -> AsyncGenerator[ProviderEvent, None]:
+        """One HTTP request and its stream, every failure mapped to ProviderError."""
+        try:
+            raw_stream = await self._open(self._get_client(), kwargs)
+        except Exception as exc:
+            raise self._error(exc) from exc
+        progress.opened = True
+        events = cast(AsyncGenerator[Any, None], aiter(raw_stream))
+        acc = self._accumulator()
+        try:
+            async for item in StallGuard(events, timeout=self.stall_timeout, label=self.server_label):
+                for out in acc.feed(item):
+                    yield out
+                if acc.complete:
+                    break
+            for out in acc.end():
+                yield out
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._error(exc) from exc
+        finally:
+            # Also runs on cancellation and when the caller stops iterating: never leave the response open.
+            with contextlib.suppress(Exception):
+                await events.aclose()
+            with contextlib.suppress(Exception):
+                await raw_stream.close()
+
+    def _error(self, exc: BaseException) -> ProviderError:
+        """Map an SDK/transport failure to a ProviderError whose message carries no key or headers."""
+        code, status, detail = self._error_parts(exc)
+        message = f"{self.server_label}: {ERROR_DESCRIPTIONS[code]}" + (f" (HTTP {status})" if status and status != 200 else "")
+        if detail:
+            message += f": {detail}"
+        if self._api_key:
+            message = message.replace(self._api_key, "[redacted]")
+        return ProviderError(code, message[:500], retryable=code in RETRYABLE_CODES, status=status)

@@ -6,31 +6,26 @@ translates them to Chat Completions messages on the way out and the streamed chu
 """
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import httpx2
 import openai
 
 from chat.providers.base import (
     MessageEnd,
-    Progress,
-    Provider,
     ProviderError,
     ProviderEvent,
     ProviderRequest,
-    StallGuard,
+    SdkProvider,
     TextDelta,
     ToolInputDelta,
     ToolUseEnd,
     ToolUseStart,
     Usage,
-    stream_with_retries,
+    parse_tool_input,
 )
 
 log = logging.getLogger(__name__)
@@ -67,19 +62,8 @@ _CODE_BY_STATUS = {
     408: "timeout", 504: "timeout",
     429: "rate_limited", 503: "overloaded", 529: "overloaded",
 }
-_RETRYABLE = frozenset({"rate_limited", "overloaded", "timeout", "provider_unavailable"})
-_DESCRIPTIONS = {
-    "rate_limited": "rate limit reached",
-    "overloaded": "the model is overloaded",
-    "timeout": "the model did not answer in time",
-    "provider_unavailable": "the model server is unavailable",
-    "bad_request": "the model server rejected the request",
-    "auth_error": "the model server refused the credentials",
-    "provider_error": "the model call failed",
-}
 
-
-class OpenAIProvider(Provider):
+class OpenAIProvider(SdkProvider):
     """Streams one Chat Completions call as provider events; retries only while nothing has been yielded."""
 
     name = "openai"
@@ -88,30 +72,11 @@ class OpenAIProvider(Provider):
     supports_images = True  # image_url content parts with data: URLs
     supports_documents = False  # PDFs: most compatible servers take none; OpenAI's `file` parts are opt-in below
 
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_retries: int = 3,
-        timeout: float = 60.0,
-        stall_timeout: float = 30.0,
-        retry_backoff: float = 0.5,
-        send_documents: bool = False,
-        http_client: httpx2.AsyncClient | None = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(**options)  # the key stays out of `options` so it is never echoed
-        self._api_key = api_key or None
-        self.base_url = base_url or None
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.stall_timeout = stall_timeout
-        self.retry_backoff = retry_backoff
+    server_label = "OpenAI"
+
+    def __init__(self, *, send_documents: bool = False, **options: Any) -> None:
+        super().__init__(**options)
         self.supports_documents = send_documents
-        self._http_client = http_client
-        self._client: openai.AsyncOpenAI | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
     def from_settings(cls, settings: Any) -> OpenAIProvider:
@@ -134,35 +99,20 @@ class OpenAIProvider(Provider):
             return ["CHAT_PROVIDER is `openai` but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set."]
         return []
 
-    def _get_client(self) -> openai.AsyncOpenAI:
-        """One SDK client per provider instance and event loop (an HTTP pool cannot cross loops)."""
-        loop = asyncio.get_running_loop()
-        if self._client is None or (self._http_client is None and self._client_loop is not loop):
-            api_key = self._api_key
-            if api_key is None and self.base_url is not None:
-                api_key = "no-key"  # local servers ignore the key but the SDK wants one
-            self._client = openai.AsyncOpenAI(
-                api_key=api_key,
-                base_url=self.base_url,
-                max_retries=self.max_retries,  # the SDK retries 408/409/429/5xx and connection errors
-                timeout=self.timeout,
-                http_client=self._http_client,
-            )
-            self._client_loop = loop
-        return self._client
+    def _make_client(self, api_key: str | None) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=self.base_url,
+            max_retries=self.max_retries,  # the SDK retries 408/409/429/5xx and connection errors
+            timeout=self.timeout,
+            http_client=self._http_client,
+        )
 
-    async def aclose(self) -> None:
-        """Close the SDK client's connection pool (not an injected http_client)."""
-        if self._client is not None and self._http_client is None:
-            await self._client.close()
-        self._client = None
+    async def _open(self, client: openai.AsyncOpenAI, kwargs: dict[str, Any]) -> Any:
+        return await client.chat.completions.create(**kwargs)
 
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        """Stream one response; ends with exactly one MessageEnd or raises ProviderError."""
-        kwargs = self.request_kwargs(request)
-        async for event in stream_with_retries(lambda progress: self._attempt(kwargs, progress),
-                                               max_retries=self.max_retries, retry_backoff=self.retry_backoff):
-            yield event
+    def _accumulator(self) -> _Accumulator:
+        return _Accumulator()
 
     def request_kwargs(self, request: ProviderRequest) -> dict[str, Any]:
         """The SDK call's arguments: the system prompt as the first message, tools as functions, usage requested."""
@@ -225,38 +175,7 @@ class OpenAIProvider(Provider):
             out_messages.append({"role": role, "content": "\n\n".join(p["text"] for p in parts) if only_text else parts})
         return out_messages
 
-    async def _attempt(self, kwargs: dict[str, Any], progress: Progress) -> AsyncGenerator[ProviderEvent, None]:
-        """One HTTP request and its stream, every failure mapped to ProviderError."""
-        try:
-            raw_stream = await self._get_client().chat.completions.create(**kwargs)
-        except Exception as exc:
-            raise self._error(exc) from exc
-        progress.opened = True
-        events = cast(AsyncGenerator[Any, None], aiter(raw_stream))
-        acc = _Accumulator()
-        try:
-            async for chunk in StallGuard(events, timeout=self.stall_timeout, label="OpenAI"):
-                for out in acc.feed(chunk):
-                    yield out
-            if acc.finish_reason is None:
-                raise ProviderError("provider_unavailable", "OpenAI: the stream ended before a finish reason",
-                                    retryable=True, status=200)
-            for out in acc.close_tools():
-                yield out
-            yield acc.message_end()
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise self._error(exc) from exc
-        finally:
-            # Also runs on cancellation and when the caller stops iterating: never leave the response open.
-            with contextlib.suppress(Exception):
-                await events.aclose()
-            with contextlib.suppress(Exception):
-                await raw_stream.close()
-
-    def _error(self, exc: BaseException) -> ProviderError:
-        """Map an SDK/transport failure to a ProviderError whose message carries no key or headers."""
+    def _error_parts(self, exc: BaseException) -> tuple[str, int | None, str]:
         status: int | None = None
         detail = ""
         if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
@@ -276,12 +195,7 @@ class OpenAIProvider(Provider):
             code, detail = "auth_error", "no API key configured"  # the SDK found no credentials at all
         else:
             code, detail = "provider_error", f"{type(exc).__name__}: {exc}"
-        message = f"OpenAI: {_DESCRIPTIONS[code]}" + (f" (HTTP {status})" if status and status != 200 else "")
-        if detail:
-            message += f": {detail}"
-        if self._api_key:
-            message = message.replace(self._api_key, "[redacted]")
-        return ProviderError(code, message[:500], retryable=code in _RETRYABLE, status=status)
+        return code, status, detail
 
 
 def tool_definition(tool: dict[str, Any]) -> dict[str, Any]:
@@ -322,6 +236,12 @@ class _Accumulator:
     raw_usage: dict[str, Any] | None = None
     finish_reason: str | None = None
     closed: bool = False
+    complete = False  # the usage chunk follows the finish reason: read to the end of the stream
+
+    def end(self) -> list[ProviderEvent]:
+        if self.finish_reason is None:
+            raise ProviderError("provider_unavailable", "OpenAI: the stream ended before a finish reason", retryable=True, status=200)
+        return [*self.close_tools(), self.message_end()]
 
     def feed(self, chunk: Any) -> list[ProviderEvent]:
         self.id = self.id or (chunk.id or "")
@@ -379,7 +299,7 @@ class _Accumulator:
             if not tool.started:
                 tool.id, tool.name, tool.started = tool.id or f"call_{index}", tool.name or "unknown", True
                 out.append(ToolUseStart(tool.id, tool.name))
-            parsed, error = _parse_tool_input("".join(tool.arguments))
+            parsed, error = parse_tool_input("".join(tool.arguments))
             out.append(ToolUseEnd(tool.id, tool.name, parsed, input_error=error))
         self.closed = True
         return out
@@ -397,16 +317,3 @@ class _Accumulator:
                "choices": [{"index": 0, "message": message, "finish_reason": reason}], "usage": self.raw_usage}
         return MessageEnd(stop_reason=stop_reason, usage=Usage(self.usage.input_tokens, self.usage.output_tokens,
                                                                cache_read_tokens=self.usage.cache_read_tokens), raw=raw)
-
-
-def _parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
-    """The tool input as a dict, or ({}, reason) when the model's JSON is malformed or not an object."""
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return {}, f"invalid JSON: {exc}"
-    if not isinstance(value, dict):
-        return {}, f"expected a JSON object, got {type(value).__name__}"
-    return value, None
