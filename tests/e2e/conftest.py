@@ -125,13 +125,36 @@ class LiveServer:
             return ""
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=STOP_TIMEOUT)
+        process_stop(self.proc, STOP_TIMEOUT)
+
+
+def process_stop(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM (a server's graceful stop), then SIGKILL after `timeout` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+
+
+def demo_database(path: Path) -> Path:
+    """Migrate a new SQLite database at `path` and load the demo data (users demo/admin/alice, streams, a report)."""
+    env = server_env(path)
+    manage(["migrate", "--noinput"], env)
+    manage(["demo_setup"], env)
+    return path
+
+
+def database_copy(src: Path, dst: Path) -> None:
+    """A consistent copy of a SQLite database, whatever its journal mode."""
+    source, target = sqlite3.connect(src), sqlite3.connect(dst)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
 
 
 def wait_until_ready(server: LiveServer) -> None:
@@ -158,11 +181,7 @@ def e2e_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def demo_db(e2e_dir: Path) -> Path:
     """A migrated database with the demo data (users demo/admin/alice, two streams, a report); copied per server."""
-    path = e2e_dir / "template.sqlite3"
-    env = server_env(path)
-    manage(["migrate", "--noinput"], env)
-    manage(["demo_setup"], env)
-    return path
+    return demo_database(e2e_dir / "template.sqlite3")
 
 
 @pytest.fixture(scope="session")
@@ -172,12 +191,7 @@ def start_live_server(e2e_dir: Path, demo_db: Path) -> Iterator[Callable[..., Li
 
     def start(name: str, **env: str) -> LiveServer:
         db_path = e2e_dir / f"{name}.sqlite3"
-        src, dst = sqlite3.connect(demo_db), sqlite3.connect(db_path)
-        try:
-            src.backup(dst)  # a consistent copy whatever the journal mode
-        finally:
-            src.close()
-            dst.close()
+        database_copy(demo_db, db_path)
         for attempt in range(3):  # another process may take the free port before the server binds it
             port = free_port()
             log_path = e2e_dir / f"{name}.log"

@@ -5,8 +5,6 @@ copy of one migrated demo database, with the offline model; tokens come from `ma
 """
 from __future__ import annotations
 
-import signal
-import sqlite3
 import subprocess
 import time
 import urllib.error
@@ -17,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import PYTHON, ROOT, _die_with_parent, free_port, manage, server_env
+from tests.e2e.conftest import PYTHON, ROOT, _die_with_parent, database_copy, demo_database, free_port, process_stop, server_env
 
 DAPHNE = str(Path(PYTHON).parent / "daphne")
 
@@ -39,13 +37,7 @@ class Daphne:
             return ""
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        process_stop(self.proc, 15)
 
 
 def http(method: str, url: str, *, headers: dict[str, str] | None = None, body: bytes | None = None,
@@ -67,11 +59,7 @@ def ops_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def ops_db(ops_dir: Path) -> Path:
     """A migrated database with the demo data (users demo/admin/alice)."""
-    path = ops_dir / "template.sqlite3"
-    env = server_env(path)
-    manage(["migrate", "--noinput"], env)
-    manage(["demo_setup"], env)
-    return path
+    return demo_database(ops_dir / "template.sqlite3")
 
 
 def token_for(db_path: Path, username: str) -> str:
@@ -90,12 +78,7 @@ def start_daphne(ops_dir: Path, ops_db: Path) -> Iterator[Callable[..., Daphne]]
         if db is None:
             db = ops_dir / f"{name}.sqlite3"
             if not db.exists():
-                src, dst = sqlite3.connect(ops_db), sqlite3.connect(db)
-                try:
-                    src.backup(dst)
-                finally:
-                    src.close()
-                    dst.close()
+                database_copy(ops_db, db)
         full_env = server_env(db, DEBUG="False", SECRET_KEY="ops-tests-" + "x" * 50, **env)
         for _attempt in range(3):
             port = free_port()
