@@ -80,7 +80,11 @@ class Message(models.Model):
                 name="unique_client_message_id_per_conversation",
             )
         ]
-        indexes = [models.Index(fields=["conversation", "-id"])]
+        indexes = [
+            models.Index(fields=["conversation", "-id"]),
+            # a resend's lookup for a new conversation (no conversation id yet): one probe, not one per conversation
+            models.Index(fields=["client_message_id"], condition=Q(client_message_id__isnull=False), name="message_client_id"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
