@@ -5,7 +5,7 @@ from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from chat import attachments
 from chat.attachments import placeholder_block
@@ -57,11 +57,16 @@ def history_window(*, conversation_id: int, limit: int, upto_id: int | None = No
     qs = Message.objects.filter(conversation_id=conversation_id)
     if upto_id is not None:
         qs = qs.filter(id__lt=upto_id)
-    rows = list(qs.order_by("-id").values_list("id", "role", "content", "provider_messages", "payloads")[:limit])
+    # whether a message has files is asked in the same query (an index probe per row), so a conversation without
+    # attachments - nearly all turns - costs no second query
+    has_files = Exists(Attachment.objects.filter(message_id=OuterRef("pk")))
+    rows = list(qs.order_by("-id").annotate(has_files=has_files)
+                .values_list("id", "role", "content", "provider_messages", "payloads", "has_files")[:limit])
     rows.reverse()
-    files = _attachment_blocks(pk for pk, role, *_ in rows if role == Message.Role.USER)
-    stored = [StoredMessage(role, content, pm or [], files.get(pk, [])) for pk, role, content, pm, _ in rows]
-    return stored, _manifest(payloads for _, role, _, _, payloads in reversed(rows) if role == Message.Role.ASSISTANT and payloads)
+    with_files = [pk for pk, role, *_, has in rows if has and role == Message.Role.USER]
+    files = _attachment_blocks(with_files) if with_files else {}
+    stored = [StoredMessage(role, content, pm or [], files.get(pk, [])) for pk, role, content, pm, _, _ in rows]
+    return stored, _manifest(payloads for _, role, _, _, payloads, _ in reversed(rows) if role == Message.Role.ASSISTANT and payloads)
 
 
 def _attachment_blocks(message_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
