@@ -1,6 +1,6 @@
 """Staff settings read on every turn (tool overrides, group restrictions, MCP servers), cached per process.
 
-A turn used to read them with four queries; now a process reads each at most once per
+A turn used to read them with a query each; now a process reads each at most once per
 CHAT_STAFF_SETTINGS_TTL seconds. A change saved through the ORM or the admin in this process clears the cache at
 once (the apps connect `clear` to their models' signals); other processes see it within the TTL. 0 turns caching off.
 """
@@ -41,3 +41,14 @@ def clear(*args: Any, **kwargs: Any) -> None:
     with _lock:
         _values.clear()
         _generation += 1
+
+
+def clear_on_change(*models: type[Any], m2m: tuple[type[Any], ...] = ()) -> None:
+    """Clear the cache whenever one of `models` is saved or deleted, or one of the `m2m` through tables changes."""
+    from django.db.models.signals import m2m_changed, post_delete, post_save
+
+    for model in models:
+        post_save.connect(clear, sender=model, dispatch_uid=f"pagechat-staff-save-{model._meta.label}")
+        post_delete.connect(clear, sender=model, dispatch_uid=f"pagechat-staff-delete-{model._meta.label}")
+    for through in m2m:
+        m2m_changed.connect(clear, sender=through, dispatch_uid=f"pagechat-staff-m2m-{through._meta.label}")

@@ -24,14 +24,10 @@ class PagesConfig(AppConfig):
 
 def _clear_staff_settings_on_change() -> None:
     """A page's row or its groups changed in this process: the cached restrictions go at once."""
-    from django.db.models.signals import m2m_changed, post_delete, post_save
-
-    from chat import staff_settings
+    from chat.staff_settings import clear_on_change
     from pages.models import ChatPage
 
-    post_save.connect(staff_settings.clear, sender=ChatPage, dispatch_uid="pagechat-staff-save-ChatPage")
-    post_delete.connect(staff_settings.clear, sender=ChatPage, dispatch_uid="pagechat-staff-delete-ChatPage")
-    m2m_changed.connect(staff_settings.clear, sender=ChatPage.groups.through, dispatch_uid="pagechat-staff-m2m-ChatPage")
+    clear_on_change(ChatPage, m2m=(ChatPage.groups.through,))
 
 
 def _sync(**kwargs: object) -> None:

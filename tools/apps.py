@@ -22,16 +22,11 @@ class ToolsConfig(AppConfig):
 def _clear_staff_settings_on_change() -> None:
     """A tool's or MCP server's row, or a group, changed in this process: its cached staff settings go at once."""
     from django.contrib.auth.models import Group
-    from django.db.models.signals import m2m_changed, post_delete, post_save
 
-    from chat import staff_settings
+    from chat.staff_settings import clear_on_change
     from tools.models import McpServer, Tool
 
-    for model in (Tool, McpServer, Group):
-        post_save.connect(staff_settings.clear, sender=model, dispatch_uid=f"pagechat-staff-save-{model.__name__}")
-        post_delete.connect(staff_settings.clear, sender=model, dispatch_uid=f"pagechat-staff-delete-{model.__name__}")
-    for through in (Tool.groups.through, McpServer.groups.through):
-        m2m_changed.connect(staff_settings.clear, sender=through, dispatch_uid=f"pagechat-staff-m2m-{through.__name__}")
+    clear_on_change(Tool, McpServer, Group, m2m=(Tool.groups.through, McpServer.groups.through))
 
 
 def _sync(**kwargs: object) -> None:
