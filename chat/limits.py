@@ -53,7 +53,7 @@ class Limiter:
         r = self._client()
         if r is not None:
             try:
-                key = f"{chat_settings.CHAT_REDIS_KEY_PREFIX}rate:{user_id}:{int(time.time() // 60)}"
+                key = self._rate_key(user_id)
                 pipe = r.pipeline(transaction=False)
                 pipe.incr(key)
                 pipe.expire(key, 120)
@@ -77,7 +77,7 @@ class Limiter:
         r = self._client()
         if r is not None:
             try:
-                await r.decr(f"{chat_settings.CHAT_REDIS_KEY_PREFIX}rate:{user_id}:{int(time.time() // 60)}")
+                await r.decr(self._rate_key(user_id))
                 return
             except redis_errors():
                 pass
@@ -130,6 +130,11 @@ class Limiter:
             await pipe.execute()
         except redis_errors():
             log.warning("socket limiter: could not refresh leases")
+
+    @staticmethod
+    def _rate_key(user_id: int) -> str:
+        """The user's message count of the current minute."""
+        return f"{chat_settings.CHAT_REDIS_KEY_PREFIX}rate:{user_id}:{int(time.time() // 60)}"
 
     @staticmethod
     def _socket_key(user_id: int) -> str:

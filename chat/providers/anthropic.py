@@ -61,14 +61,8 @@ class AnthropicProvider(SdkProvider):
     @classmethod
     def from_settings(cls, settings: Any) -> AnthropicProvider:
         """Key, base URL and timeouts from settings (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CHAT_PROVIDER_*)."""
-        return cls(
-            api_key=settings.ANTHROPIC_API_KEY or None,
-            base_url=settings.ANTHROPIC_BASE_URL,
-            max_retries=settings.CHAT_PROVIDER_MAX_RETRIES,
-            timeout=settings.CHAT_PROVIDER_TIMEOUT,
-            stall_timeout=settings.CHAT_PROVIDER_STALL_TIMEOUT,
-            prompt_caching=settings.CHAT_PROMPT_CACHING,
-        )
+        return cls(api_key=settings.ANTHROPIC_API_KEY or None, base_url=settings.ANTHROPIC_BASE_URL,
+                   prompt_caching=settings.CHAT_PROMPT_CACHING, **cls.retry_options(settings))
 
     def _make_client(self, api_key: str | None) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(

@@ -259,6 +259,12 @@ class SdkProvider(Provider):
         self._client: Any = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
+    @staticmethod
+    def retry_options(settings: Any) -> dict[str, Any]:
+        """The retry and timeout arguments every SDK provider takes from settings (CHAT_PROVIDER_*)."""
+        return {"max_retries": settings.CHAT_PROVIDER_MAX_RETRIES, "timeout": settings.CHAT_PROVIDER_TIMEOUT,
+                "stall_timeout": settings.CHAT_PROVIDER_STALL_TIMEOUT}
+
     @abstractmethod
     def _make_client(self, api_key: str | None) -> Any:
         """A new SDK client for this server (with `self._http_client`, `self.max_retries`, `self.timeout`)."""

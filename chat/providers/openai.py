@@ -63,6 +63,7 @@ _CODE_BY_STATUS = {
     429: "rate_limited", 503: "overloaded", 529: "overloaded",
 }
 
+
 class OpenAIProvider(SdkProvider):
     """Streams one Chat Completions call as provider events; retries only while nothing has been yielded."""
 
@@ -71,7 +72,6 @@ class OpenAIProvider(SdkProvider):
     is_offline = False
     supports_images = True  # image_url content parts with data: URLs
     supports_documents = False  # PDFs: most compatible servers take none; OpenAI's `file` parts are opt-in below
-
     server_label = "OpenAI"
 
     def __init__(self, *, send_documents: bool = False, **options: Any) -> None:
@@ -81,14 +81,8 @@ class OpenAIProvider(SdkProvider):
     @classmethod
     def from_settings(cls, settings: Any) -> OpenAIProvider:
         """Key, base URL and timeouts from settings (OPENAI_API_KEY, OPENAI_BASE_URL, CHAT_PROVIDER_*)."""
-        return cls(
-            api_key=settings.OPENAI_API_KEY or None,
-            base_url=settings.OPENAI_BASE_URL,
-            max_retries=settings.CHAT_PROVIDER_MAX_RETRIES,
-            timeout=settings.CHAT_PROVIDER_TIMEOUT,
-            stall_timeout=settings.CHAT_PROVIDER_STALL_TIMEOUT,
-            send_documents=settings.CHAT_OPENAI_SEND_DOCUMENTS,
-        )
+        return cls(api_key=settings.OPENAI_API_KEY or None, base_url=settings.OPENAI_BASE_URL,
+                   send_documents=settings.CHAT_OPENAI_SEND_DOCUMENTS, **cls.retry_options(settings))
 
     @classmethod
     def check_settings(cls, settings: Any) -> list[str]:

@@ -1,6 +1,7 @@
 """Helpers shared by the OpenAI and Anthropic provider tests: a request, a tool, collecting a stream."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -35,6 +36,22 @@ async def collect_until_error(provider: Provider) -> tuple[list[ProviderEvent], 
         async for event in provider.stream(make_request()):
             events.append(event)
     return events, caught.value
+
+
+async def cancel_after_first_text(provider: Provider) -> None:
+    """Stream in a task, cancel it once the first text arrived, and check the cancellation reached the caller."""
+    got_first = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in provider.stream(make_request()):
+            if isinstance(event, TextDelta):
+                got_first.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(got_first.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
 
 def texts(events: list[ProviderEvent]) -> list[str]:

@@ -17,7 +17,7 @@ from chat.agent.loop import run_agent_loop
 from chat.agent.types import AgentComplete, AgentTool, AgentToolComplete, ToolContext
 from chat.providers.anthropic import AnthropicProvider
 from chat.providers.base import MessageEnd, ProviderError, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
-from tests.chat.providers.common import MODEL, WEATHER_TOOL, collect, collect_until_error, make_request, texts
+from tests.chat.providers.common import MODEL, WEATHER_TOOL, cancel_after_first_text, collect, collect_until_error, make_request, texts
 from tests.fakes.anthropic_server import FakeAnthropicServer, error_mid_stream, http_error, overloaded, rate_limited, stall, text_response, tool_use_response
 
 API_KEY = "sk-ant-test-SECRET-123"
@@ -242,19 +242,7 @@ async def test_unreachable_server_is_provider_unavailable() -> None:
 
 async def test_cancellation_propagates_and_closes_the_stream(server: FakeAnthropicServer) -> None:
     server.enqueue(stall("first"))
-    provider = make_provider(server, stall_timeout=30)
-    got_first = asyncio.Event()
-
-    async def consume() -> None:
-        async for event in provider.stream(make_request()):
-            if isinstance(event, TextDelta):
-                got_first.set()
-
-    task = asyncio.create_task(consume())
-    await asyncio.wait_for(got_first.wait(), 5)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancel_after_first_text(make_provider(server, stall_timeout=30))
     assert await asyncio.to_thread(server.message_requests[0].disconnected.wait, 2)
 
 

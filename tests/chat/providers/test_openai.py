@@ -17,7 +17,7 @@ from chat.checks import check_chat_settings
 from chat.conf import chat_settings
 from chat.providers.base import MessageEnd, ProviderError, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
 from chat.providers.openai import OpenAIProvider
-from tests.chat.providers.common import MODEL, WEATHER_TOOL, collect, collect_until_error, make_request, texts
+from tests.chat.providers.common import MODEL, WEATHER_TOOL, cancel_after_first_text, collect, collect_until_error, make_request, texts
 from tests.fakes.openai_server import FakeOpenAIServer, http_error, recorded
 
 API_KEY = "sk-test-openai-SECRET-0123456789"
@@ -255,19 +255,7 @@ async def test_unreachable_server_is_provider_unavailable() -> None:
 
 async def test_cancellation_propagates_and_closes_the_stream(server: FakeOpenAIServer) -> None:
     server.enqueue(recorded("text.sse", cut_after=2))
-    provider = make_provider(server, stall_timeout=30)
-    got_first = asyncio.Event()
-
-    async def consume() -> None:
-        async for event in provider.stream(make_request()):
-            if isinstance(event, TextDelta):
-                got_first.set()
-
-    task = asyncio.create_task(consume())
-    await asyncio.wait_for(got_first.wait(), 5)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancel_after_first_text(make_provider(server, stall_timeout=30))
     assert await asyncio.to_thread(server.completion_requests[0].disconnected.wait, 2)
 
 
