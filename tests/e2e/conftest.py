@@ -289,6 +289,27 @@ def chromium() -> Iterator[Any]:
         browser.close()
 
 
+SHOTS = ROOT / "artifacts" / "screenshots"  # kept by CI as artifacts
+
+
+def screenshot(page: Any, name: str) -> None:
+    """Save the page as artifacts/screenshots/<name>.png."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def tray_page(context: Any, url: str, *, init_script: str | None = None) -> Any:
+    """A watched page of `context` opened at `url`, returned once the tray's launcher shows."""
+    from playwright.sync_api import expect
+
+    page = watched_page(context)
+    if init_script:
+        page.add_init_script(init_script)
+    page.goto(url)
+    expect(page.locator("#chat-tray .chat-launcher")).to_be_visible()
+    return page
+
+
 CSP_LISTENER = (
     "window.__csp = []; document.addEventListener('securitypolicyviolation', "
     "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI))"

@@ -12,8 +12,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.chat.test_attachments import pdf_bytes
 
-from .conftest import LiveServer, watched_page
-from .test_live_site import SHOTS, WIDE, assert_clean, final_messages, login, open_tray, send, wait_idle
+from .conftest import LiveServer, screenshot, watched_page
+from .test_live_site import WIDE, assert_clean, final_messages, login, open_tray, send, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -84,8 +84,7 @@ def test_attach_an_image_and_a_pdf_send_reload_and_keep_them_private(attach_serv
         "SELECT a.name, a.content_type FROM pagechat_attachment a JOIN pagechat_message m ON a.message_id = m.id "
         "WHERE m.role = 'user' ORDER BY a.position")
     assert stored == [("red-square.png", "image/png"), ("findings.pdf", "application/pdf")]
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / "attachments_sent.png"))
+    screenshot(page, "attachments_sent")
 
     image_url = question.locator("a.chat-attachment__link").nth(0).get_attribute("href")
     pdf_url = question.locator("a.chat-attachment__link").nth(1).get_attribute("href")

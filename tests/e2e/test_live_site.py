@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, WebSocketRoute, expect
 
-from .conftest import ROOT, LiveServer, watched_page
+from .conftest import LiveServer, screenshot, watched_page
 from .hostile_provider import REMOTE_FRAME, REMOTE_IMAGE, REMOTE_IMAGE_2
 
 pytestmark = pytest.mark.e2e
 
-SHOTS = ROOT / "artifacts" / "screenshots"
+
 WIDE = {"width": 1366, "height": 900}
 NARROW = {"width": 390, "height": 844}
 TIMEOUT_MS = 15_000
@@ -140,8 +140,7 @@ def open_page(chromium: Browser) -> Iterator[Callable[..., Page]]:
 
 
 def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"live_{name}.png"))
+    screenshot(page, f"live_{name}")
 
 
 def open_tray(page: Page) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from .conftest import LiveServer, watched_page
-from .test_live_site import SHOTS, WIDE, assert_clean, final_messages, login, wait_idle
+from .conftest import LiveServer, screenshot, tray_page
+from .test_live_site import WIDE, assert_clean, final_messages, login, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -26,12 +26,7 @@ def open_page(chromium: Browser, site_server: LiveServer) -> Iterator[Callable[.
     def make(path: str = "/", locale: str = "en-US", init_script: str | None = None) -> Page:
         context = chromium.new_context(viewport=WIDE, locale=locale, storage_state=login(chromium, site_server))
         contexts.append(context)
-        page = watched_page(context)
-        if init_script:
-            page.add_init_script(init_script)
-        page.goto(site_server.url + path)
-        expect(page.locator("#chat-tray .chat-launcher")).to_be_visible()
-        return page
+        return tray_page(context, site_server.url + path, init_script=init_script)
 
     yield make
     for context in contexts:
@@ -39,8 +34,7 @@ def open_page(chromium: Browser, site_server: LiveServer) -> Iterator[Callable[.
 
 
 def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"i18n_{name}.png"))
+    screenshot(page, f"i18n_{name}")
 
 
 def skeleton(page: Page) -> list[str]:

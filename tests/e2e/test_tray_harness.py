@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from .conftest import CSP_LISTENER
-from .fake_protocol_server import ROOT, FakeProtocolServer, FakeRun
+from .conftest import CSP_LISTENER, screenshot
+from .fake_protocol_server import FakeProtocolServer, FakeRun
 
 pytestmark = pytest.mark.e2e
 
-SHOTS = ROOT / "artifacts" / "screenshots"
+
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 
@@ -54,8 +54,7 @@ def page(browser: Browser, server: FakeProtocolServer) -> Iterator[Page]:
 
 
 def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    screenshot(page, name)
 
 
 def goto(page: Page, server: FakeProtocolServer, query: str = "", path: str = "/") -> None:

@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from .conftest import ROOT, LiveServer, watched_page
+from .conftest import ROOT, LiveServer, screenshot, tray_page
 from .markdown_provider import CODE, MARKDOWN_TEXT
 from .test_live_site import (
     NARROW,
-    SHOTS,
     WIDE,
     actions,
     ask,
@@ -64,10 +63,7 @@ def open_page(chromium: Browser) -> Iterator[Callable[..., Page]]:
                                        color_scheme="dark" if dark else "light")
         context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
         contexts.append(context)
-        page = watched_page(context)
-        page.goto(server.url + path)
-        expect(page.locator("#chat-tray .chat-launcher")).to_be_visible()
-        return page
+        return tray_page(context, server.url + path)
 
     yield make
     for context in contexts:
@@ -75,8 +71,7 @@ def open_page(chromium: Browser) -> Iterator[Callable[..., Page]]:
 
 
 def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"polish_{name}.png"))
+    screenshot(page, f"polish_{name}")
 
 
 def clipboard(page: Page) -> str:
