@@ -20,7 +20,7 @@ from django.utils import timezone
 from chat.conf import chat_settings
 from chat.costs import total_tokens
 from chat.errors import BudgetExceeded
-from chat.redis_client import LoopClient, redis_errors
+from chat.redis_client import LoopClient, redis_errors, redis_key
 
 log = logging.getLogger(__name__)
 KEY_TTL = 2 * 24 * 3600  # a day's hash outlives its day, then goes by itself
@@ -53,7 +53,7 @@ class Budgets:
 
     @staticmethod
     def key(user_id: int, day: str | None = None) -> str:
-        return f"{chat_settings.CHAT_REDIS_KEY_PREFIX}budget:{user_id}:{day or _day()}"
+        return redis_key(f"budget:{user_id}:{day or _day()}")
 
     async def spent_today(self, user_id: int) -> Spent:
         """Tokens and cost of the user's turns that ended today (UTC)."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from chat.conf import chat_settings
 from chat.errors import RateLimited
-from chat.redis_client import LoopClient, redis_errors
+from chat.redis_client import LoopClient, redis_errors, redis_key
 
 log = logging.getLogger(__name__)
 # An open socket counts in Redis until this long after its process last refreshed it (a dead process's
@@ -134,11 +134,11 @@ class Limiter:
     @staticmethod
     def _rate_key(user_id: int) -> str:
         """The user's message count of the current minute."""
-        return f"{chat_settings.CHAT_REDIS_KEY_PREFIX}rate:{user_id}:{int(time.time() // 60)}"
+        return redis_key(f"rate:{user_id}:{int(time.time() // 60)}")
 
     @staticmethod
     def _socket_key(user_id: int) -> str:
-        return f"{chat_settings.CHAT_REDIS_KEY_PREFIX}sockets:{user_id}"
+        return redis_key(f"sockets:{user_id}")
 
     def open_sockets(self, user_id: int) -> int:
         """Sockets this process has open for the user."""

@@ -12,6 +12,11 @@ from typing import Any
 from chat.conf import chat_settings
 
 
+def redis_key(name: str) -> str:
+    """`name` under this site's CHAT_REDIS_KEY_PREFIX: every key pagechat writes goes through here (or the run log's prefix)."""
+    return f"{chat_settings.CHAT_REDIS_KEY_PREFIX}{name}"
+
+
 def redis_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that mean "Redis is unavailable" (callers fall back instead of failing the request)."""
     import redis.exceptions as rexc
