@@ -162,6 +162,9 @@ def estimate_tokens(value: Any) -> int:
     """A cheap, stable token estimate (chars / 4)."""
     if isinstance(value, str):
         return len(value) // CHARS_PER_TOKEN + 1
+    if isinstance(value, list):  # blocks: a text block by its text, so a long answer is not serialised on every turn
+        return sum(len(b["text"]) if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+                   else len(json.dumps(b, default=str)) for b in value) // CHARS_PER_TOKEN + 1
     return len(json.dumps(value, default=str)) // CHARS_PER_TOKEN + 1
 
 

@@ -1,11 +1,14 @@
 """The reads, always scoped to the asking user where a user asks; someone else's id looks exactly like a missing one."""
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from functools import cache
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db import connections, router
+from django.db.models import QuerySet
 
 from chat import attachments
 from chat.attachments import placeholder_block
@@ -54,19 +57,40 @@ def history_list(*, conversation_id: int, limit: int, upto_id: int | None = None
 
 def history_window(*, conversation_id: int, limit: int, upto_id: int | None = None) -> tuple[list[StoredMessage], list[dict[str, Any]]]:
     """The last `limit` messages and the manifest of the payloads among them, in one bounded query (a turn's reads)."""
-    qs = Message.objects.filter(conversation_id=conversation_id)
-    if upto_id is not None:
-        qs = qs.filter(id__lt=upto_id)
-    # whether a message has files is asked in the same query (an index probe per row), so a conversation without
-    # attachments - nearly all turns - costs no second query
-    has_files = Exists(Attachment.objects.filter(message_id=OuterRef("pk")))
-    rows = list(qs.order_by("-id").annotate(has_files=has_files)
-                .values_list("id", "role", "content", "provider_messages", "payloads", "has_files")[:limit])
+    alias = router.db_for_read(Message)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_history_sql(alias, upto_id is not None),
+                       [conversation_id, upto_id, limit] if upto_id is not None else [conversation_id, limit])
+        rows = [(pk, role, content, _json(pm), _json(payloads), has) for pk, role, content, pm, payloads, has in cursor.fetchall()]
     rows.reverse()
     with_files = [pk for pk, role, *_, has in rows if has and role == Message.Role.USER]
     files = _attachment_blocks(with_files) if with_files else {}
     stored = [StoredMessage(role, content, pm or [], files.get(pk, [])) for pk, role, content, pm, _, _ in rows]
     return stored, _manifest(payloads for _, role, _, _, payloads, _ in reversed(rows) if role == Message.Role.ASSISTANT and payloads)
+
+
+@cache
+def _history_sql(alias: str, upto: bool) -> str:
+    """history_window's statement, written once per database: the ORM spent more time building this query than the
+    database spent running it, on every turn. Whether a message has files is an index probe per row in the same
+    query, so a conversation without attachments - nearly all turns - costs no second query."""
+    q = connections[alias].ops.quote_name
+    m, a = Message._meta, Attachment._meta
+
+    def col(meta: Any, name: str) -> str:
+        return q(meta.get_field(name).column)
+
+    return (f"SELECT m.{col(m, 'id')}, m.{col(m, 'role')}, m.{col(m, 'content')}, m.{col(m, 'provider_messages')}, "
+            f"m.{col(m, 'payloads')}, EXISTS(SELECT 1 FROM {q(a.db_table)} a WHERE a.{col(a, 'message')} = m.{col(m, 'id')}) "
+            f"FROM {q(m.db_table)} m WHERE m.{col(m, 'conversation')} = %s" + (f" AND m.{col(m, 'id')} < %s" if upto else "")
+            + f" ORDER BY m.{col(m, 'id')} DESC LIMIT %s")
+
+
+def _json(value: Any) -> Any:
+    """A JSON column as the ORM would give it (both SQLite and psycopg hand JSON over as text); "[]" needs no parser."""
+    if value is None or value == "[]":
+        return []
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 def _attachment_blocks(message_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:

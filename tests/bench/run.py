@@ -413,6 +413,14 @@ class Bench:
                 await asyncio.sleep(0.05)
                 sides[side]["cpu"] += app.cpu() - c0
                 sides[side]["stmts"] += app.bench("stats")["db_statements"] - s0["db_statements"]
+        if self.profile:  # what message 1,000 costs that message 1 does not: one profile per side
+            for side, conv in convs.items():
+                app.bench("profile/start")
+                for _ in range(20):
+                    await ws_turn(ws, TURN, conv)
+                prof = VAR / f"cprofile-history-{side}.prof"
+                app.bench(f"profile/stop?{prof}")
+                self.profile_text(prof, prof.with_suffix(".txt"))
         await ws.close()
         out: dict[str, Any] = {"prefilled_messages": filled["messages"]}
         for side, d in sides.items():
@@ -712,7 +720,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1", help="smaller runs (< 2 min)")
     ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="run only these (repeatable)")
-    ap.add_argument("--profile", action="store_true", help="cProfile (and py-spy, if found) the app during the throughput scenario")
+    ap.add_argument("--profile", action="store_true", help="cProfile the app (sequential, throughput and history scenarios; py-spy too, if found, in throughput)")
     ap.add_argument("--py-spy", default=os.environ.get("PY_SPY") or shutil.which("py-spy"), help="py-spy binary for --profile")
     ap.add_argument("--pg-url", help="redis scenario: PostgreSQL server URL to create its database through (BENCH_PG_URL)")
     ap.add_argument("--pg-db", help="redis scenario: name of the database it creates and drops (BENCH_PG_DB)")
