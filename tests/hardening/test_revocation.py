@@ -92,3 +92,25 @@ async def test_no_run_starts_on_a_revoked_socket(user: Any, scripted: Any, setti
     await ws.chat("start something")
     assert await closed_with(ws, 3) == CLOSE_USER_INACTIVE
     assert await Run.objects.acount() == 0
+
+
+async def test_a_send_checks_the_token_in_its_own_admission_and_stores_nothing(user: Any, scripted: Any, settings: Any) -> None:
+    """The send's re-check runs in the admission's database hop: a token removed without any signal (a raw delete)
+    closes with 4402, for a new message and for a regenerate, and nothing is stored."""
+    from chat.models import Message
+
+    settings.CHAT_AUTH_RECHECK_INTERVAL = 60
+    ws, _ = await ws_connect(user)
+    scripted.enqueue(s.text("first answer"))
+    await ws.chat("hello")
+    events = await ws.until_terminal()
+    conversation = events[-1]["conversation_id"] if "conversation_id" in events[-1] else None
+    conversation = conversation or (await Message.objects.afirst()).conversation_id  # type: ignore[union-attr]
+    ws2, _ = await ws_connect(user)
+    assert ws2 is not None
+    await database_sync_to_async(lambda: Token.objects.filter(user=user)._raw_delete("default"))()
+    await ws.chat("again", conversation_id=conversation)
+    assert await closed_with(ws, 3) == CLOSE_TOKEN_REVOKED
+    await ws2.chat("", conversation_id=conversation, replace_last="answer")
+    assert await closed_with(ws2, 3) == CLOSE_TOKEN_REVOKED
+    assert await Message.objects.acount() == 2 and await Run.objects.acount() == 1
