@@ -44,10 +44,9 @@ def revocation_code(*, user_id: int, token: str | None, session_key: str | None)
         # one query while all is well (this runs before every send); a second only to say why not
         if Token.objects.filter(key=token, user_id=user_id, user__is_active=True).exists():
             return None
-    elif session_key is not None:
+    elif session_key is not None and _session_user_id(session_key) == user_id:
         # Django's own check (session not expired, password hash, user active): one query while all is well
-        if _session_user_id(session_key) == user_id:
-            return None
+        return None
     if not get_user_model()._default_manager.filter(pk=user_id, is_active=True).exists():
         return CLOSE_USER_INACTIVE
     if token is not None:
