@@ -78,6 +78,9 @@ class MarkerStreamFilter:
         """Consume a delta; return the text now known to lie outside any block."""
         if self._closed:
             raise RuntimeError("feed() after close()")
+        if (self._state == _TEXT and not self._held and delta and delta[-1] not in self._prefix_chars
+                and (self._search is None or self._search(delta) is None)):
+            return delta  # prose: no marker in it and none beginning at its end (most tokens end here)
         out: list[str] = []
         i, n = 0, len(delta)
         while i < n:
