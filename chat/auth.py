@@ -33,32 +33,27 @@ def token_key(header: str) -> str | None:
     return key.strip() if kind.lower() == "token" and key.strip() else None
 
 
-def revocation_code(*, user_id: int, token: str | None, session_key: str | None) -> int | None:
-    """The close code for a socket whose credentials were revoked since it opened, or None while they hold (blocking:
-    a turn runs it in its admission's own database hop, so a send waits for one thread, not two)."""
+async def revocation(*, user_id: int, token: str | None, session_key: str | None) -> int | None:
+    """The close code for a socket whose credentials were revoked since it opened, or None while they hold."""
     from django.contrib.auth import get_user_model
 
     if token is not None:
         from rest_framework.authtoken.models import Token
 
         # one query while all is well (this runs before every send); a second only to say why not
-        if Token.objects.filter(key=token, user_id=user_id, user__is_active=True).exists():
+        if await Token.objects.filter(key=token, user_id=user_id, user__is_active=True).aexists():
             return None
-    elif session_key is not None and _session_user_id(session_key) == user_id:
-        # Django's own check (session not expired, password hash, user active): one query while all is well
-        return None
-    if not get_user_model()._default_manager.filter(pk=user_id, is_active=True).exists():
+    elif session_key is not None:
+        from asgiref.sync import sync_to_async
+
+        # Django's own check (session not expired, password hash, user active): one hop while all is well
+        if await sync_to_async(_session_user_id)(session_key) == user_id:
+            return None
+    if not await get_user_model()._default_manager.filter(pk=user_id, is_active=True).aexists():
         return CLOSE_USER_INACTIVE
     if token is not None:
         return CLOSE_TOKEN_REVOKED
     return CLOSE_SESSION_ENDED if session_key is not None else None
-
-
-async def revocation(*, user_id: int, token: str | None, session_key: str | None) -> int | None:
-    """`revocation_code` from async code (the periodic re-check and the revocation broadcast)."""
-    from asgiref.sync import sync_to_async
-
-    return await sync_to_async(revocation_code)(user_id=user_id, token=token, session_key=session_key)
 
 
 def _session_user_id(session_key: str) -> int | None:

@@ -10,9 +10,9 @@ from typing import Any
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from chat import metrics, selectors, services
-from chat.auth import CLOSE_SESSION_ENDED, revocation, revocation_code
+from chat.auth import CLOSE_SESSION_ENDED, revocation
 from chat.conf import chat_settings
-from chat.errors import CredentialsRevoked, ServiceError
+from chat.errors import ServiceError
 from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameError, error_event, parse_frame
 from chat.limits import limiter
 from chat.runs import ResyncRequired, manager
@@ -141,12 +141,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
     # ---- handlers --------------------------------------------------------------------------------
 
     async def on_send(self, frame: ChatSend) -> None:
-        # a turn acts as the user: never on revoked credentials (checked in the admission's own database hop)
-        try:
-            started = await services.turn_start(user=self.user, frame=frame, credentials=self._revocation_code)
-        except CredentialsRevoked as revoked:
-            await self._close_revoked(revoked.close_code)
+        if await self._check_credentials():  # a turn acts as the user: never on revoked credentials
             return
+        started = await services.turn_start(user=self.user, frame=frame)
         self._follow(started.run_id, 0)
 
     async def on_resume(self, frame: ChatResume) -> None:
@@ -206,21 +203,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return False
         if code is None:
             return False
-        await self._close_revoked(code)
-        return True
-
-    def _revocation_code(self) -> int | None:
-        """This socket's re-check, blocking (a send runs it in its admission's database hop)."""
-        return revocation_code(user_id=self.user.pk, token=self.token, session_key=self.session_key)
-
-    async def _close_revoked(self, code: int) -> None:
-        if self.closing:
-            return
         self.closing = True
         log.info("closing a socket of user %s: credentials revoked (%s)", self.user.pk, code)
         for task in self.followers.values():
             task.cancel()
         await self.close(code=code)
+        return True
 
     async def _watch_credentials(self) -> None:
         """Re-check the credentials every CHAT_AUTH_RECHECK_INTERVAL, whatever the channel layer delivers."""

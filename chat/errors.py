@@ -119,11 +119,3 @@ class BadRequest(ServiceError):
     """The request is not valid."""
 
     code: ErrorCode = "bad_frame"
-
-
-class CredentialsRevoked(Exception):
-    """The socket's token, session or user was revoked since it opened: nothing was stored; close with `close_code`."""
-
-    def __init__(self, close_code: int) -> None:
-        super().__init__(f"credentials revoked ({close_code})")
-        self.close_code = close_code

@@ -22,7 +22,7 @@ from chat.actions import TokenInvalid, action_token_verify
 from chat.attachments import attachments_claim
 from chat.budgets import budgets
 from chat.conf import chat_settings
-from chat.errors import ActionRejected, BadRequest, BudgetExceeded, Busy, CredentialsRevoked, Forbidden, NotFound, RateLimited
+from chat.errors import ActionRejected, BadRequest, BudgetExceeded, Busy, Forbidden, NotFound, RateLimited
 from chat.events import ChatSend, StatusEvent
 from chat.limits import limiter
 from chat.models import Conversation, Message, Run, UsedActionToken, action_stat_count
@@ -52,18 +52,11 @@ class TurnStarted:
     created: bool
 
 
-# A socket's credential re-check, run before anything is stored: the close code when they were revoked, else None.
-CredentialsCheck = Callable[[], int | None]
-
-
-async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXTRAS,
-                     credentials: CredentialsCheck | None = None) -> TurnStarted:
+async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXTRAS) -> TurnStarted:
     """Store the user message and start its run; a resent client_message_id starts nothing new.
 
     `extras` (standard clients): the conversation named by the user's own `thread_id` (created on first use), the
-    client's own tools, and its answers to the client tool calls that ended the conversation's last run.
-    `credentials` (a socket's re-check) runs in the same database hop as the admission, first: CredentialsRevoked,
-    nothing stored."""
+    client's own tools, and its answers to the client tool calls that ended the conversation's last run."""
     arrived = time.perf_counter()
     if frame.replace_last is not None and frame.conversation_id is None:
         raise BadRequest("replace_last needs conversation_id")
@@ -76,7 +69,7 @@ async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXT
         if not 0 < frame.conversation_id < 2**63:
             raise NotFound("conversation not found")
         return await turn_regenerate(user=user, conversation_id=frame.conversation_id, context=frame.context or None,
-                                     client_message_id=frame.client_message_id, language=frame.language, credentials=credentials)
+                                     client_message_id=frame.client_message_id, language=frame.language)
     if len(frame.message) > chat_settings.CHAT_MAX_MESSAGE_CHARS:
         raise BadRequest(f"message is longer than {chat_settings.CHAT_MAX_MESSAGE_CHARS} characters", code="too_large")
     if frame.conversation_id is not None and not 0 < frame.conversation_id < 2**63:
@@ -92,15 +85,15 @@ async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXT
     except (RateLimited, BudgetExceeded) as refused:
         if isinstance(refused, RateLimited):
             metrics.RATE_LIMITED.labels("messages").inc()
-        resent = await sync_to_async(_checked(turn_started_by_client_id, credentials))(
-            user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id, thread_id=extras.thread_id)
+        resent = await sync_to_async(turn_started_by_client_id)(user=user, client_message_id=frame.client_message_id,
+                                                                conversation_id=frame.conversation_id, thread_id=extras.thread_id)
         if resent is not None:
             return resent
         raise
     provider = provider_get()
     # shielded: a caller cancelled meanwhile (socket closed, SSE client gone) must not leave a stored
     # message with a run that no task runs; the run starts and a resend or resume finds it
-    started = await asyncio.shield(_turn_begin(user, frame, provider, extras, credentials))
+    started = await asyncio.shield(_turn_begin(user, frame, provider, extras))
     if not started.created:
         await limiter.uncount_message(user.pk)
     else:
@@ -133,27 +126,12 @@ def turn_started_by_client_id(*, user: User, client_message_id: str | None, conv
 _ACK_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-ack")
 
 
-def _on_ack_thread[**P, R](fn: Callable[P, R], credentials: CredentialsCheck | None = None) -> Callable[P, Any]:
-    checked = _checked(fn, credentials)
-
+def _on_ack_thread[**P, R](fn: Callable[P, R]) -> Callable[P, Any]:
     def job(*args: P.args, **kwargs: P.kwargs) -> R:
         close_old_connections()  # this thread is outside Django's request cycle: recycle broken/expired connections
-        return checked(*args, **kwargs)
-
-    return sync_to_async(job, thread_sensitive=False, executor=_ACK_EXECUTOR)
-
-
-def _checked[**P, R](fn: Callable[P, R], credentials: CredentialsCheck | None) -> Callable[P, R]:
-    """`fn` preceded by the credential re-check, in the same thread (CredentialsRevoked before anything is stored)."""
-    if credentials is None:
-        return fn
-
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        if (code := credentials()) is not None:
-            raise CredentialsRevoked(code)
         return fn(*args, **kwargs)
 
-    return run
+    return sync_to_async(job, thread_sensitive=False, executor=_ACK_EXECUTOR)
 
 
 def db_connections_close() -> None:
@@ -162,29 +140,24 @@ def db_connections_close() -> None:
 
 
 async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str, Any] | None = None,
-                          message_id: int | None = None, client_message_id: str | None = None, language: str | None = None,
-                          credentials: CredentialsCheck | None = None) -> TurnStarted:
+                          message_id: int | None = None, client_message_id: str | None = None, language: str | None = None) -> TurnStarted:
     """Answer the conversation's last user message again: its last answer is deleted and a new run starts.
 
     `message_id`, when given, must be that last answer (a client regenerating something else is refused).
     `client_message_id`, when given (chat.send's `replace_last`), makes a resend start nothing new: the question
     takes that id, so the resend finds this run."""
     if client_message_id:
-        again = await sync_to_async(_checked(turn_started_by_client_id, credentials))(
-            user=user, client_message_id=client_message_id, conversation_id=conversation_id)
+        again = await sync_to_async(turn_started_by_client_id)(user=user, client_message_id=client_message_id, conversation_id=conversation_id)
         if again is not None:
             return again
     await limiter.check_message(user.pk)
     provider = provider_get()
-    return await asyncio.shield(_regenerate_begin(user, conversation_id, context, message_id, provider, client_message_id, language,
-                                                  credentials))
+    return await asyncio.shield(_regenerate_begin(user, conversation_id, context, message_id, provider, client_message_id, language))
 
 
 async def _regenerate_begin(user: User, conversation_id: int, context: dict[str, Any] | None, message_id: int | None,
-                            provider: Provider, client_message_id: str | None = None, language: str | None = None,
-                            credentials: CredentialsCheck | None = None) -> TurnStarted:
-    started, record, frame = await _on_ack_thread(_regenerate_db, credentials)(user, conversation_id, context, message_id, provider,
-                                                                               client_message_id, language)
+                            provider: Provider, client_message_id: str | None = None, language: str | None = None) -> TurnStarted:
+    started, record, frame = await _on_ack_thread(_regenerate_db)(user, conversation_id, context, message_id, provider, client_message_id, language)
     await _run_begin(user, frame, provider, started, record)
     return started
 
@@ -229,9 +202,8 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
     return TurnStarted(run_id=str(run.pk), conversation_id=conversation.pk, created=True), record, frame
 
 
-async def _turn_begin(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras,
-                      credentials: CredentialsCheck | None = None) -> TurnStarted:
-    started, record = await _on_ack_thread(_turn_start_db, credentials)(user, frame, provider, extras)
+async def _turn_begin(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras) -> TurnStarted:
+    started, record = await _on_ack_thread(_turn_start_db)(user, frame, provider, extras)
     if record is None:
         return started
     await _run_begin(user, frame, provider, started, record)

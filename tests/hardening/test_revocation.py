@@ -94,9 +94,9 @@ async def test_no_run_starts_on_a_revoked_socket(user: Any, scripted: Any, setti
     assert await Run.objects.acount() == 0
 
 
-async def test_a_send_checks_the_token_in_its_own_admission_and_stores_nothing(user: Any, scripted: Any, settings: Any) -> None:
-    """The send's re-check runs in the admission's database hop: a token removed without any signal (a raw delete)
-    closes with 4402, for a new message and for a regenerate, and nothing is stored."""
+async def test_a_send_on_a_revoked_token_closes_and_stores_nothing(user: Any, scripted: Any, settings: Any) -> None:
+    """Every send is re-checked before it is admitted: a token removed without any signal (a raw delete) closes with
+    4402, for a new message and for a regenerate, and nothing is stored."""
     from chat.models import Message
 
     settings.CHAT_AUTH_RECHECK_INTERVAL = 60
