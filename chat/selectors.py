@@ -24,7 +24,7 @@ PAYLOAD_SCAN_LIMIT = 200  # payloads older than the last 200 messages leave the 
 
 __all__ = [
     "attachment_get", "conversation_by_thread", "conversation_get", "conversation_list", "conversation_messages", "conversation_running_run_id",
-    "history_exists", "history_list", "history_window", "message_attachment_blocks", "payload_get", "payload_manifest",
+    "history_exists", "history_window", "message_attachment_blocks", "payload_get", "payload_manifest",
     "run_assistant_message_id", "run_for_user", "run_stream_ended",
 ]
 
@@ -42,17 +42,6 @@ def conversation_messages(*, conversation: Conversation, with_runs: bool = False
     diagnostics) in the same query."""
     messages = conversation.messages.order_by("id").prefetch_related("attachments")
     return messages.select_related("run") if with_runs else messages
-
-
-def history_list(*, conversation_id: int, limit: int, upto_id: int | None = None) -> list[StoredMessage]:
-    """The last `limit` messages (bounded: turn cost must not grow with the conversation)."""
-    qs = Message.objects.filter(conversation_id=conversation_id)
-    if upto_id is not None:
-        qs = qs.filter(id__lt=upto_id)
-    rows = list(qs.order_by("-id").values_list("id", "role", "content", "provider_messages")[:limit])
-    rows.reverse()
-    files = _attachment_blocks(pk for pk, role, *_ in rows if role == Message.Role.USER)
-    return [StoredMessage(role, content, pm or [], files.get(pk, [])) for pk, role, content, pm in rows]
 
 
 def history_window(*, conversation_id: int, limit: int, upto_id: int | None = None) -> tuple[list[StoredMessage], list[dict[str, Any]]]:
