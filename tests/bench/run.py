@@ -189,9 +189,7 @@ class Bench:
         used = cpu.used()
         stats1 = app.bench("stats")
         if self.profile:
-            prof = VAR / "cprofile-app-sequential.prof"
-            app.bench(f"profile/stop?{prof}")
-            self.profile_text(prof, VAR / "cprofile-app-sequential.txt")
+            self.profile_save(app, "app-sequential")
         for ws in (ws_app, ws_ch, ws_asgi):
             await ws.close()
         # SSE on its own, so the app's CPU delta is the SSE path's
@@ -246,9 +244,7 @@ class Bench:
             if spy is not None:
                 spy.send_signal(2)
                 spy.wait(timeout=30)
-            prof = VAR / "cprofile-app_raw.prof"
-            raw.bench(f"profile/stop?{prof}")
-            self.profile_text(prof, VAR / "cprofile-app_raw.txt")
+            self.profile_save(raw, "app_raw")
         for w in ws.values():
             await w.close()
         out: dict[str, Any] = {"events_per_stream": rec.events,
@@ -267,15 +263,18 @@ class Bench:
         out["cpu_ratio_app_asgi_yield"] = ratio(out["app"]["cpu_per_event_us"], out["asgi_yield"]["cpu_per_event_us"])
         self.results["throughput"] = out
 
-    def profile_text(self, prof: Path, out: Path) -> None:
-        """The profile as text: by own time, then cumulative."""
+    def profile_save(self, server: Server, name: str) -> None:
+        """Stop `server`'s profile; write var/bench/cprofile-<name>.prof and .txt (by own time, then cumulative)."""
         import io
         import pstats
 
+        prof = VAR / f"cprofile-{name}.prof"
+        server.bench(f"profile/stop?{prof}")
         buf = io.StringIO()
         st = pstats.Stats(str(prof), stream=buf)
         st.sort_stats("tottime").print_stats(30)
         st.sort_stats("cumulative").print_stats(40)
+        out = prof.with_suffix(".txt")
         out.write_text(buf.getvalue())
         log(f"profile written to {out}")
 
@@ -418,9 +417,7 @@ class Bench:
                 app.bench("profile/start")
                 for _ in range(20):
                     await ws_turn(ws, TURN, conv)
-                prof = VAR / f"cprofile-history-{side}.prof"
-                app.bench(f"profile/stop?{prof}")
-                self.profile_text(prof, prof.with_suffix(".txt"))
+                self.profile_save(app, f"history-{side}")
         await ws.close()
         out: dict[str, Any] = {"prefilled_messages": filled["messages"]}
         for side, d in sides.items():
