@@ -11,6 +11,8 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.http.request import split_domain_port, validate_host
 
+from chat.db_threads import CREDENTIALS
+
 logger = logging.getLogger(__name__)
 
 
@@ -35,21 +37,22 @@ def token_key(header: str) -> str | None:
 
 async def revocation(*, user_id: int, token: str | None, session_key: str | None) -> int | None:
     """The close code for a socket whose credentials were revoked since it opened, or None while they hold."""
+    # runs before every send: on a thread of its own, never queued behind runs' work on the shared sync thread
+    return await CREDENTIALS.run(_revocation)(user_id, token, session_key)
+
+
+def _revocation(user_id: int, token: str | None, session_key: str | None) -> int | None:
     from django.contrib.auth import get_user_model
 
     if token is not None:
         from rest_framework.authtoken.models import Token
 
-        # one query while all is well (this runs before every send); a second only to say why not
-        if await Token.objects.filter(key=token, user_id=user_id, user__is_active=True).aexists():
+        # one query while all is well; a second only to say why not
+        if Token.objects.filter(key=token, user_id=user_id, user__is_active=True).exists():
             return None
-    elif session_key is not None:
-        from asgiref.sync import sync_to_async
-
-        # Django's own check (session not expired, password hash, user active): one hop while all is well
-        if await sync_to_async(_session_user_id)(session_key) == user_id:
-            return None
-    if not await get_user_model()._default_manager.filter(pk=user_id, is_active=True).aexists():
+    elif session_key is not None and _session_user_id(session_key) == user_id:
+        return None  # Django's own check: session not expired, password hash, user active
+    if not get_user_model()._default_manager.filter(pk=user_id, is_active=True).exists():
         return CLOSE_USER_INACTIVE
     if token is not None:
         return CLOSE_TOKEN_REVOKED

@@ -77,11 +77,11 @@ def _close_executor_connections(django_db_setup: Any, django_db_blocker: Any) ->
     from asgiref.sync import sync_to_async
     from django.db import connections
 
-    from chat.turns.admission import db_connections_close
+    from chat.db_threads import db_threads_close
 
     with django_db_blocker.unblock():
         asyncio.run(sync_to_async(connections.close_all)())
-        db_connections_close()
+        db_threads_close()
 
 
 @pytest.fixture(autouse=True)

@@ -8,13 +8,11 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
-from django.db import IntegrityError, close_old_connections, connection, connections, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from chat import metrics
@@ -22,6 +20,7 @@ from chat.actions import TokenInvalid, action_token_verify
 from chat.attachments import attachments_claim
 from chat.budgets import budgets
 from chat.conf import chat_settings
+from chat.db_threads import ADMISSION
 from chat.errors import ActionRejected, BadRequest, BudgetExceeded, Busy, Forbidden, NotFound, RateLimited
 from chat.events import ChatSend, StatusEvent
 from chat.limits import limiter
@@ -121,24 +120,6 @@ def turn_started_by_client_id(*, user: User, client_message_id: str | None, conv
     return TurnStarted(run_id=str(run.pk), conversation_id=msg.conversation_id, created=False)
 
 
-# Acknowledgements get a database thread of their own, so a new message never queues behind other runs'
-# flushes and saves on Django's single sync thread (they only contend for the database's own write lock).
-_ACK_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-ack")
-
-
-def _on_ack_thread[**P, R](fn: Callable[P, R]) -> Callable[P, Any]:
-    def job(*args: P.args, **kwargs: P.kwargs) -> R:
-        close_old_connections()  # this thread is outside Django's request cycle: recycle broken/expired connections
-        return fn(*args, **kwargs)
-
-    return sync_to_async(job, thread_sensitive=False, executor=_ACK_EXECUTOR)
-
-
-def db_connections_close() -> None:
-    """Close the acknowledgement thread's connections (tests drop their database afterwards)."""
-    _ACK_EXECUTOR.submit(connections.close_all).result(timeout=10)
-
-
 async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str, Any] | None = None,
                           message_id: int | None = None, client_message_id: str | None = None, language: str | None = None) -> TurnStarted:
     """Answer the conversation's last user message again: its last answer is deleted and a new run starts.
@@ -157,7 +138,7 @@ async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str
 
 async def _regenerate_begin(user: User, conversation_id: int, context: dict[str, Any] | None, message_id: int | None,
                             provider: Provider, client_message_id: str | None = None, language: str | None = None) -> TurnStarted:
-    started, record, frame = await _on_ack_thread(_regenerate_db)(user, conversation_id, context, message_id, provider, client_message_id, language)
+    started, record, frame = await ADMISSION.run(_regenerate_db)(user, conversation_id, context, message_id, provider, client_message_id, language)
     await _run_begin(user, frame, provider, started, record)
     return started
 
@@ -203,7 +184,7 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
 
 
 async def _turn_begin(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras) -> TurnStarted:
-    started, record = await _on_ack_thread(_turn_start_db)(user, frame, provider, extras)
+    started, record = await ADMISSION.run(_turn_start_db)(user, frame, provider, extras)
     if record is None:
         return started
     await _run_begin(user, frame, provider, started, record)
