@@ -144,6 +144,31 @@ async def test_idempotent_resend_starts_nothing_new(user: Any, scripted: Any) ->
     await ws.close()
 
 
+@pytest.mark.parametrize("limit", [1, 4])
+async def test_a_resend_while_its_run_runs_follows_that_run(user: Any, scripted: Any, settings: Any, limit: int) -> None:
+    """A reconnect resending a follow-up (same client_message_id) while its run still runs: that run again - not
+    `rate_limited` when it fills the user's running limit, not `busy`, and nothing stored twice."""
+    settings.CHAT_MAX_RUNNING_PER_USER = limit
+    gate = asyncio.Event()
+    scripted.enqueue(s.text("first answer"), [s.TextDelta("x"), gate])
+    ws, _ = await ws_connect(user)
+    await ws.chat("first")
+    conversation_id = (await ws.until_terminal())[-1]["conversation_id"]
+    cmid = await ws.chat("second", conversation_id=conversation_id)
+    ack = await ws.recv()
+    ws2, _ = await ws_connect(user)
+    await ws2.chat("second", client_message_id=cmid, conversation_id=conversation_id)
+    again = await ws2.recv()
+    assert "seq" in again and again["run_id"] == ack["run_id"], again
+    gate.set()
+    await ws.until_terminal()
+    await ws2.until_terminal()
+    assert await Message.objects.filter(conversation_id=conversation_id, role="user").acount() == 2
+    assert await Run.objects.filter(conversation_id=conversation_id).acount() == 2
+    await ws.close()
+    await ws2.close()
+
+
 async def test_someone_elses_ids_look_missing(user: Any, other_user: Any, scripted: Any) -> None:
     scripted.enqueue(s.text("secret of bob"))
     bob, _ = await ws_connect(other_user)
