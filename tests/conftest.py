@@ -97,7 +97,7 @@ def _clean_state(settings: Any) -> Any:
     staff_settings.clear()  # a test's rows (often written with .update(), which sends no signal) are read fresh
     ScriptedProvider.reset()
     limiter.reset()
-    manager.handles.clear()
+    manager.clear()
     yield
     ScriptedProvider.reset()
     # the test client runs LocaleMiddleware in this thread: a German request would leave German active for the

@@ -45,6 +45,11 @@ class RunManager:
 
     def __init__(self) -> None:
         self.handles: dict[str, RunHandle] = {}
+        # held_bytes without walking every retained run (up to CHAT_PROCESS_MEMORY_MAX_BYTES of them, an hour's
+        # worth by default) twice per turn: running handles are summed, finished ones counted once as they finish
+        self._running: dict[str, RunHandle] = {}
+        self._finished_sizes: dict[str, int] = {}
+        self._finished_bytes = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._log: RunLog | None = None
         self._background: asyncio.Task[Any] | None = None
@@ -80,13 +85,22 @@ class RunManager:
     def create(self, run_id: str, conversation_id: int, user_id: int) -> RunHandle:
         handle = RunHandle(run_id, conversation_id, user_id, self.run_log(),
                            max_events=chat_settings.CHAT_RUN_MEMORY_MAX_EVENTS, max_bytes=chat_settings.CHAT_RUN_MEMORY_MAX_BYTES)
+        self._finished_bytes -= self._finished_sizes.pop(run_id, 0)  # a replaced handle of the same run is let go
         self.handles[run_id] = handle
+        self._running[run_id] = handle
         self.bound_memory()
         return handle
 
+    def clear(self) -> None:
+        """Forget every run this process holds (tests; a run still going keeps running, unregistered)."""
+        self.handles.clear()
+        self._running.clear()
+        self._finished_sizes.clear()
+        self._finished_bytes = 0
+
     def held_bytes(self) -> int:
-        """Characters of events this process holds, over all its runs."""
-        return sum(h.bytes for h in self.handles.values())
+        """Characters of events this process holds, over all its runs (work proportional to the running ones only)."""
+        return self._finished_bytes + sum(h.bytes for h in self._running.values())
 
     def bound_memory(self) -> None:
         """Keep the process under CHAT_PROCESS_MEMORY_MAX_BYTES: forget finished runs, oldest first, then release
@@ -104,6 +118,9 @@ class RunManager:
             before = handle.bytes
             handle.release_before(handle.last_seq)
             held -= before - handle.bytes
+            if handle.run_id in self._finished_sizes:
+                self._finished_bytes -= before - handle.bytes
+                self._finished_sizes[handle.run_id] = handle.bytes
             if held <= limit:
                 return
 
@@ -119,6 +136,11 @@ class RunManager:
 
     def _finished(self, handle: RunHandle, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
+        if self._running.get(handle.run_id) is handle:
+            del self._running[handle.run_id]
+            if self.handles.get(handle.run_id) is handle:  # its events no longer change: counted once, from now on
+                self._finished_sizes[handle.run_id] = handle.bytes
+                self._finished_bytes += handle.bytes
         if not task.cancelled() and task.exception() is not None:
             log.error("run %s crashed", handle.run_id, exc_info=task.exception())
         if handle.shared:
@@ -137,6 +159,7 @@ class RunManager:
     def _forget(self, handle: RunHandle) -> None:
         if self.handles.get(handle.run_id) is handle:
             del self.handles[handle.run_id]
+            self._finished_bytes -= self._finished_sizes.pop(handle.run_id, 0)
 
     def local(self, run_id: str) -> RunHandle | None:
         return self.handles.get(run_id)

@@ -237,13 +237,13 @@ async def test_a_live_servers_frames_validate_in_every_flow(
     await ws.send({"type": "chat.resume", "run_id": first["run_id"], "after_seq": 10_000})
     assert (await ws.recv())["code"] == "resync"
     # a stored run replayed from the database once its log is gone (staff: with diagnostics)
-    manager.handles.clear()
+    manager.clear()
     staff, _ = await ws_connect(staff_user)
     scripted.enqueue(s.text("for staff"))
     await staff.chat("hello")
     staff_done = (await staff.until_terminal())[-1]
     assert "diagnostics" in staff_done["payload"]
-    manager.handles.clear()
+    manager.clear()
     shared: Any = manager.shared_log()
     if shared is not None:  # with Redis the run's stream is retained too: drop it, as its TTL would
         await shared.redis.delete(shared.key(staff_done["run_id"]))

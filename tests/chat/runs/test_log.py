@@ -97,3 +97,29 @@ async def test_with_a_shared_log_a_finished_run_is_let_go_once_the_log_holds_it(
     # a new follower reads the shared log: every event, in order
     got = [seq async for seq, _ in manager.follow("r-shared", 0)]
     assert got == list(range(1, 52))
+
+
+async def test_the_held_size_follows_runs_as_they_start_finish_and_are_let_go(settings: Any) -> None:
+    """held_bytes is kept as runs go (not summed over every retained run): it always equals the sum it stands for."""
+    settings.CHAT_REDIS_URL = ""
+    settings.CHAT_PROCESS_MEMORY_MAX_BYTES = 50_000
+    manager = RunManager()
+
+    def actual() -> int:
+        return sum(h.bytes for h in manager.handles.values())
+
+    for i in range(10):  # the bound lets the oldest go as new ones finish
+        await _finish(manager, f"r{i}", 100)
+        assert manager.held_bytes() == actual()
+    assert "r0" not in manager.handles
+    live = manager.create("live", 1, 1)
+    for _ in range(20):
+        live.append(StatusEvent.wire, message="y" * 500)
+    assert manager.held_bytes() == actual() > live.bytes
+    settings.CHAT_PROCESS_MEMORY_MAX_BYTES = 1_000  # finished runs go first, then the live run's older events
+    manager.bound_memory()
+    assert list(manager.handles) == ["live"] and manager.held_bytes() == actual() == live.bytes < 1_000
+    await _finish(manager, "after", 1)
+    assert manager.held_bytes() == actual()
+    manager.clear()
+    assert manager.held_bytes() == 0 and not manager.handles
