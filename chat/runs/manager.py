@@ -165,7 +165,11 @@ class RunManager:
         return self.handles.get(run_id)
 
     def running_ids(self) -> list[str]:
-        return [rid for rid, h in self.handles.items() if not h.done]
+        return [h.run_id for h in self._running_handles()]
+
+    def _running_handles(self) -> list[RunHandle]:
+        """The runs still going here (the background ticks walk these, not every retained finished run)."""
+        return [h for rid, h in self._running.items() if not h.done and self.handles.get(rid) is h]
 
     # ---- following -------------------------------------------------------------------------------
 
@@ -335,7 +339,7 @@ class RunManager:
             await self.cancel(run_id)
 
     async def _poll_approvals(self) -> None:
-        waiting = {(rid, tid): fut for rid, h in self.handles.items() if not h.done for tid, fut in h.approvals.items() if not fut.done()}
+        waiting = {(h.run_id, tid): fut for h in self._running_handles() for tid, fut in h.approvals.items() if not fut.done()}
         if not waiting:
             return
         for run_id, tool_use_id, approved in await store.approvals_answered(run_ids={rid for rid, _ in waiting}):
