@@ -236,23 +236,19 @@ def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: Turn
 def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: Conversation | None,
                  nonce: str | None, refusal: str | None = None, extras: TurnExtras = NO_EXTRAS) -> tuple[TurnStarted, TurnRecord | None]:
     # A plain message to an existing conversation: the unique (conversation, client_message_id) constraint
-    # turns a resend's insert into the IntegrityError _turn_start_db answers with the original run, so the
-    # resend lookup waits until something else (the running limit) would refuse first.
+    # turns a resend's insert into the IntegrityError _turn_start_db answers with the original run.
     plain = conversation is not None and frame.replace_last is None and nonce is None and not extras.tool_results
     with transaction.atomic():
         if not plain:
             # A resend racing the original (a reconnect to another process) must find it, not store it again:
             # the unique constraint covers one conversation only, so serialise on (user, client_message_id).
             _client_message_lock(user.pk, frame.client_message_id)
+        running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
+        if not plain or running >= chat_settings.CHAT_MAX_RUNNING_PER_USER:
+            # a resend finds its run before anything here could refuse it ("too many") or store it again
             again = turn_started_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id,
                                               thread_id=extras.thread_id)
             if again is not None:
-                return again, None
-        running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
-        if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER and plain:
-            again = turn_started_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id,
-                                              thread_id=extras.thread_id)
-            if again is not None:  # a resend while its run still runs: that run, not "too many"
                 return again, None
         if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER and runs_sweep():  # dead processes' runs do not count
             running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
