@@ -9,10 +9,11 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, connections, router, transaction
 from django.utils import timezone
 
 from chat import metrics
@@ -27,6 +28,7 @@ from chat.limits import limiter
 from chat.models import Conversation, Message, Run, UsedActionToken, action_stat_count
 from chat.providers.base import Provider
 from chat.providers.factory import provider_get
+from chat.rows import row_insert, row_values
 from chat.runs import PROCESS_ID, manager
 from chat.runs.store import runs_sweep
 from chat.turns.clients import NO_EXTRAS, AnsweredCall, TurnExtras
@@ -204,7 +206,7 @@ def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: Turn
     """Store the user message and its run (the acknowledgement waits for exactly this, so it is kept minimal)."""
     conversation = None
     if frame.conversation_id is not None:
-        conversation = Conversation.objects.filter(pk=frame.conversation_id, owner=user).first()
+        conversation = _conversation_owned(user, frame.conversation_id)
         if conversation is None:
             raise NotFound("conversation not found")
     elif extras.thread_id is not None:
@@ -243,7 +245,7 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
             # A resend racing the original (a reconnect to another process) must find it, not store it again:
             # the unique constraint covers one conversation only, so serialise on (user, client_message_id).
             _client_message_lock(user.pk, frame.client_message_id)
-        running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
+        running = _running_count(user.pk)
         if not plain or running >= chat_settings.CHAT_MAX_RUNNING_PER_USER:
             # a resend finds its run before anything here could refuse it ("too many") or store it again
             again = turn_started_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id,
@@ -251,7 +253,7 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
             if again is not None:
                 return again, None
         if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER and runs_sweep():  # dead processes' runs do not count
-            running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
+            running = _running_count(user.pk)
         if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER:
             metrics.RATE_LIMITED.labels("running").inc()
             raise RateLimited("too many runs in progress")
@@ -266,28 +268,53 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
         created = conversation is None
         if conversation is None:
             page = str(frame.context.get("current_page") or "")[:100]
-            conversation = Conversation.objects.create(owner=user, title=title_initial(frame.message), page=page, thread_id=extras.thread_id)
-        user_msg = Message.objects.create(
+            conversation = row_insert(Conversation(owner=user, title=title_initial(frame.message), page=page, thread_id=extras.thread_id))
+        user_msg = row_insert(Message(
             conversation=conversation, role=Message.Role.USER, content=frame.message,
             interaction_type="tool_result" if answered else frame.interaction_type, context=frame.context,
             action_metadata=public_action_metadata(frame), client_message_id=frame.client_message_id,
             provider_messages=[{"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": a.tool_use_id, "content": a.output} for a in answered
             ]}] if answered else [],
-        )
+        ))
         if frame.attachments:  # the sender's unsent uploads become this message's (else not_found: nothing is stored)
             attachments_claim(user=user, ids=frame.attachments, message=user_msg)
-        run = Run.objects.create(
+        run = row_insert(Run(
             conversation=conversation, user_message=user_msg, provider=provider.name,
             model=provider.model_name(chat_settings.CHAT_MODEL)[:100],
             owner_process=PROCESS_ID, heartbeat_at=timezone.now(),
-        )
+        ))
         if frame.interaction_type == "action_executed" and frame.action_metadata is not None:
             action_stat_count(page=page_of(frame).name, action=frame.action_metadata.action_identifier,
                               fields=("clicked", "rejected") if refusal else ("clicked",))
     record = TurnRecord(run_id=str(run.pk), conversation_id=conversation.pk, user_message_id=user_msg.pk, conversation_created=created,
                         client_tools=extras.client_tools, answered_calls=answered, action_refusal=refusal)
     return TurnStarted(run_id=str(run.pk), conversation_id=conversation.pk, created=True), record
+
+
+def _conversation_owned(user: User, conversation_id: int) -> Conversation | None:
+    """The user's conversation (its id, owner, title, page and thread id; the rest loads if read), or None."""
+    row = row_values(Conversation, _CONVERSATION_COLUMNS, {"id": conversation_id, "owner": user.pk})
+    return Conversation.from_db(router.db_for_read(Conversation), _CONVERSATION_COLUMNS, row) if row is not None else None
+
+
+_CONVERSATION_COLUMNS = ("id", "owner_id", "title", "page", "thread_id")
+
+
+def _running_count(user_id: int) -> int:
+    """How many of the user's runs are running (every admission asks; its SQL is written once per database)."""
+    alias = router.db_for_read(Run)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_running_count_sql(alias), [user_id, Run.Status.RUNNING.value])
+        return int(cursor.fetchone()[0])
+
+
+@cache
+def _running_count_sql(alias: str) -> str:
+    q = connections[alias].ops.quote_name
+    r, c = Run._meta, Conversation._meta
+    return (f"SELECT COUNT(*) FROM {q(r.db_table)} r INNER JOIN {q(c.db_table)} c ON r.{q('conversation_id')} = c.{q('id')} "
+            f"WHERE c.{q('owner_id')} = %s AND r.{q('status')} = %s")
 
 
 def _client_calls_answered(conversation: Conversation | None, extras: TurnExtras) -> list[AnsweredCall]:

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from chat.errors import ErrorCode
 from chat.models import Conversation, Message, PendingApproval, Run, ToolCall, action_stat_count
+from chat.rows import row_insert, row_update
 from chat.turns.clients import AnsweredCall, ClientTool
 
 # A run's terminal status -> its assistant message's status.
@@ -65,10 +66,10 @@ class TurnOutcome:
 
 def assistant_message_create(*, record: TurnRecord) -> int:
     """The (streaming) assistant message the turn's text is flushed into."""
-    record.assistant_message_id = Message.objects.create(
+    record.assistant_message_id = row_insert(Message(
         conversation_id=record.conversation_id, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING,
         run_id=record.run_id,
-    ).pk
+    )).pk
     return record.assistant_message_id
 
 
@@ -120,23 +121,23 @@ def turn_persist(*, record: TurnRecord, outcome: TurnOutcome) -> None:
             record.assistant_message_id = Message.objects.create(
                 conversation_id=record.conversation_id, role=Message.Role.ASSISTANT, status=msg_status, run_id=record.run_id,
             ).pk
-        finished = Run.objects.filter(pk=record.run_id, status=Run.Status.RUNNING).update(
-            status=outcome.status, assistant_message_id=record.assistant_message_id, input_tokens=outcome.usage["input_tokens"],
-            output_tokens=outcome.usage["output_tokens"], cache_read_tokens=outcome.usage.get("cache_read_tokens", 0),
-            cache_write_tokens=outcome.usage.get("cache_write_tokens", 0),
-            cost_usd=Decimal(str(outcome.cost)) if outcome.cost is not None else None, time_to_first_token_ms=outcome.ttft, duration_ms=outcome.duration,
-            diagnostics=outcome.diagnostics, finished_at=timezone.now(), last_seq=outcome.last_seq,
-            error_code=error[0] if error else "", error_message=error[1] if error else "",
-        )
+        finished = row_update(Run, record.run_id, {"status": Run.Status.RUNNING}, {
+            "status": outcome.status, "assistant_message": record.assistant_message_id, "input_tokens": outcome.usage["input_tokens"],
+            "output_tokens": outcome.usage["output_tokens"], "cache_read_tokens": outcome.usage.get("cache_read_tokens", 0),
+            "cache_write_tokens": outcome.usage.get("cache_write_tokens", 0),
+            "cost_usd": Decimal(str(outcome.cost)) if outcome.cost is not None else None, "time_to_first_token_ms": outcome.ttft,
+            "duration_ms": outcome.duration, "diagnostics": outcome.diagnostics, "finished_at": timezone.now(), "last_seq": outcome.last_seq,
+            "error_code": error[0] if error else "", "error_message": error[1] if error else "",
+        })
         if not finished:
             return
-        Message.objects.filter(pk=record.assistant_message_id).update(
-            content=outcome.text, status=msg_status, suggested_values=outcome.suggested_values,
-            suggested_actions=outcome.suggested_actions, custom_payload=outcome.custom_payload,
-            payloads=outcome.payloads, tool_history=outcome.tool_history, provider_messages=outcome.provider_messages,
-            updated_at=timezone.now(),
-        )
+        row_update(Message, record.assistant_message_id, {}, {
+            "content": outcome.text, "status": msg_status, "suggested_values": outcome.suggested_values,
+            "suggested_actions": outcome.suggested_actions, "custom_payload": outcome.custom_payload,
+            "payloads": outcome.payloads, "tool_history": outcome.tool_history, "provider_messages": outcome.provider_messages,
+            "updated_at": timezone.now(),
+        })
         for name, count in Counter(outcome.offered_actions).items():
             action_stat_count(page=outcome.page, action=name, fields=("offered",), by=count)
         if not record.conversation_created:  # a new conversation's row is already this fresh
-            Conversation.objects.filter(pk=record.conversation_id).update(updated_at=timezone.now())
+            row_update(Conversation, record.conversation_id, {}, {"updated_at": timezone.now()})
