@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -15,6 +16,10 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 # An event builder of chat.events: `<Event>.wire(envelope, seq, **fields) -> str`.
 Builder = Callable[Concatenate[Envelope, int, P], str]
+# The longest a writer waits between attempts while the shared log is unreachable (the heartbeat cuts the wait short
+# once the log answers again): after a Redis restart a lost log is written again within about this long, and
+# followers in other processes wait for that (RunManager._settle).
+WRITE_RETRY_MAX = 2.0
 
 
 class RunHandle:
@@ -23,7 +28,7 @@ class RunHandle:
     __slots__ = (
         "run_id", "conversation_id", "user_id", "envelope", "events", "done", "_changed", "task", "approvals",
         "cancel_requested", "interrupting", "finishing", "created", "finished_at", "_log", "_log_wanted", "_writer",
-        "_written", "_rewrite", "_log_changed", "_unwritten_since", "base", "bytes", "max_events", "max_bytes",
+        "_written", "_rewrite", "_log_changed", "_unwritten_since", "_retry", "base", "bytes", "max_events", "max_bytes",
     )
 
     def __init__(self, run_id: str, conversation_id: int, user_id: int, run_log: RunLog | None = None, *,
@@ -53,6 +58,7 @@ class RunHandle:
         self._rewrite = False
         self._log_changed = asyncio.Event()
         self._unwritten_since: float | None = None  # when the oldest event not yet in the shared log was made
+        self._retry = asyncio.Event()  # the shared log answers again: a writer backing off retries now
 
     @property
     def last_seq(self) -> int:
@@ -179,6 +185,16 @@ class RunHandle:
         return (self._log is not None and self.durable_seq == self.last_seq and not self._rewrite
                 and (not self.done or (self.finished_at is not None and now - self.finished_at < 300)))
 
+    @property
+    def write_pending(self) -> bool:
+        """True while events (or a rewrite) wait for the shared log, e.g. a writer backing off through an outage."""
+        return self._log is not None and (self._written < self.last_seq or self._rewrite)
+
+    def retry_writes(self) -> None:
+        """The shared log answers again: a writer backing off retries now instead of waiting out its delay."""
+        if self.write_pending:
+            self._retry.set()
+
     def request_rewrite(self) -> None:
         """The shared copy was found incomplete (Redis restarted): write the whole log again."""
         if self._log is None or self._log_wanted is None:
@@ -219,8 +235,11 @@ class RunHandle:
                     log.warning("run log write failed; retrying", exc_info=log.isEnabledFor(logging.DEBUG))
                     if since is not None and self._unwritten_since is None:
                         self._unwritten_since = since  # the lag of the retried batch counts from its first event
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 2.0)
+                    # a nudge from before this failure is stale: only one that comes while waiting cuts the wait
+                    self._retry.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._retry.wait(), delay)
+                    delay = min(delay * 2, WRITE_RETRY_MAX)
                     self._log_wanted.set()
                     continue
             if self.done and self._written == self.last_seq:

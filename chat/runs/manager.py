@@ -30,7 +30,7 @@ from chat.limits import limiter
 from chat.models import Run
 from chat.runs import store
 from chat.runs.doorbell import Doorbell
-from chat.runs.handle import RunHandle
+from chat.runs.handle import WRITE_RETRY_MAX, RunHandle
 from chat.runs.log import ResyncRequired, RunLog, RunState, run_log_from_settings
 from chat.runs.shutdown import SigtermChain
 
@@ -38,6 +38,12 @@ log = logging.getLogger(__name__)
 PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"[:64]
 # A log that lacks its terminal event this long after the run ended in the database gets it from there.
 TERMINAL_GRACE = 3.0
+
+
+def owner_rewrite_grace() -> float:
+    """Seconds a follower waits, from a recent run's end, for its (alive) owner to write a lost log again."""
+    # the owner's writer retries at least every WRITE_RETRY_MAX (sooner: its heartbeat wakes it once the log answers)
+    return 2 * chat_settings.CHAT_HEARTBEAT_INTERVAL + WRITE_RETRY_MAX + 1
 
 
 class RunManager:
@@ -206,11 +212,18 @@ class RunManager:
         finished = row["finished_at"]
         if missing_for is not None:
             # Ended, and no log: expired (resync), or lost in a Redis restart and about to be rewritten by
-            # its owner if that is alive and the run recent: give the owner a couple of heartbeats.
+            # its owner if that is alive and the run recent: give the owner time to retry its write.
             # (Not for a swept run: its owner is dead. Not past the TTL: then the log simply expired.)
             recent = (row["status"] != Run.Status.INTERRUPTED and finished is not None
                       and store.age(finished) < min(300, chat_settings.CHAT_RUN_LOG_TTL))
-            return "running" if recent and missing_for < 2 * chat_settings.CHAT_HEARTBEAT_INTERVAL + 1 else "gone"
+            if not recent or finished is None:
+                return "gone"
+            # The grace counts from the run's end, not from the first miss: while the run went on, its heartbeat
+            # vouched for the owner, whose writer (backing off through the outage) may write the log again only
+            # after the run ended. Counted from the first miss, it could be over by then: a resync mid-stream,
+            # which callers answer with the stored terminal event as if nothing had been sent (a gap).
+            waited = min(missing_for, store.age(finished))
+            return "running" if waited < owner_rewrite_grace() else "gone"
         # ended in the database; normally its owner writes the terminal event within milliseconds
         if row["status"] != Run.Status.INTERRUPTED and (finished is None or store.age(finished) < TERMINAL_GRACE):
             return "running"
@@ -325,14 +338,21 @@ class RunManager:
                 log.warning("could not close the log of interrupted run %s", run_id)
 
     async def _verify_logs(self, shared: RunLog) -> None:
-        """After a Redis restart the logs are gone: rewrite those of runs this process still holds."""
+        """After a Redis restart the logs are gone: rewrite those of runs this process still holds, and have writers
+        backing off through the outage retry as soon as the log answers (followers elsewhere are waiting for them)."""
         now = time.monotonic()
         check = [h for h in self.handles.values() if h.needs_check(now)]
-        if not check:
+        behind = [h for h in self.handles.values() if h.write_pending]
+        if not check and not behind:
             return
-        for h, length in zip(check, await shared.lengths([h.run_id for h in check]), strict=True):
-            if length < h.durable_seq:
-                h.request_rewrite()
+        if check:
+            for h, length in zip(check, await shared.lengths([h.run_id for h in check]), strict=True):
+                if length < h.durable_seq:
+                    h.request_rewrite()
+        else:
+            await shared.ping()  # raises while the log is still unreachable: the writers keep backing off
+        for h in behind:
+            h.retry_writes()
 
     async def _poll_cancels(self, shared: RunLog) -> None:
         for run_id in await shared.cancel_requested(self.running_ids()):
