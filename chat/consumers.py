@@ -166,12 +166,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def _stream(self, run_id: str, after_seq: int) -> None:
         sent = 0  # counted once per stream, not per event
+        last = after_seq  # the last seq this socket has: a resync mid-stream must not skip to the stored terminal event
         try:
-            async for _seq, data in manager.follow(run_id, after_seq):
+            async for seq, data in manager.follow(run_id, after_seq):
                 await self.send(text_data=data)
                 sent += 1
+                last = seq
         except ResyncRequired:
-            await self.send(text_data=await services.run_replay_or_resync(user=self.user, run_id=run_id, after_seq=after_seq))
+            await self.send(text_data=await services.run_replay_or_resync(user=self.user, run_id=run_id, after_seq=last))
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -113,12 +113,14 @@ def _send_frame(body: bytes | FrameError) -> ChatSend | FrameError:
 
 async def _sse(user: User, run_id: str, after_seq: int) -> AsyncIterator[str]:
     sent = 0  # counted once per stream, not per event
+    last = after_seq  # the last seq this stream has: a resync mid-stream must not skip to the stored terminal event
     try:
         async for seq, data in manager.follow(run_id, after_seq):
             yield f"id: {run_id}:{seq}\ndata: {data}\n\n"
             sent += 1
+            last = seq
     except ResyncRequired:
-        yield f"data: {await services.run_replay_or_resync(user=user, run_id=run_id, after_seq=after_seq)}\n\n"
+        yield f"data: {await services.run_replay_or_resync(user=user, run_id=run_id, after_seq=last)}\n\n"
         sent += 1
     finally:
         metrics.SSE_EVENTS.inc(sent)

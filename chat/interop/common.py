@@ -15,11 +15,13 @@ TOOL_MARKER = re.compile(r"\n*\[\[tool:\d+\]\]\n*")  # where the tray renders a 
 
 async def run_events(*, user: Any, run_id: str) -> AsyncIterator[dict[str, Any]]:
     """The run's v1 events from seq 1 to its terminal one (or the stored terminal event / a resync error)."""
+    last = 0  # the last seq yielded: a resync mid-stream must not skip to the stored terminal event
     try:
-        async for _seq, data in manager.follow(run_id, 0):
+        async for seq, data in manager.follow(run_id, 0):
             yield json.loads(data)
+            last = seq
     except ResyncRequired:
-        yield json.loads(await services.run_replay_or_resync(user=user, run_id=run_id, after_seq=0))
+        yield json.loads(await services.run_replay_or_resync(user=user, run_id=run_id, after_seq=last))
 
 
 async def assistant_message_id(run_id: str) -> str:

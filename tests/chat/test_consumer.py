@@ -249,3 +249,42 @@ async def test_unknown_stateless_history_is_used_for_a_new_conversation(user: An
     await ws.until_terminal()
     assert [m["content"] for m in scripted.requests[0].messages] == ["earlier q", "earlier a", "and now?"]
     await ws.close()
+
+
+def _follow_losing_the_log_after(n: int) -> Any:
+    """manager.follow as if the run's log vanished (a Redis restart) after `n` events had been delivered."""
+    from chat.runs import manager
+    from chat.runs.log import ResyncRequired
+
+    real = manager.follow
+
+    async def follow(run_id: str, after_seq: int) -> Any:
+        delivered = 0
+        async for item in real(run_id, after_seq):
+            if delivered == n:
+                raise ResyncRequired()
+            yield item
+            delivered += 1
+        raise ResyncRequired()
+
+    return follow
+
+
+async def test_a_log_lost_mid_stream_is_a_resync_not_a_jump_to_the_stored_answer(user: Any, scripted: Any, monkeypatch: Any) -> None:
+    from chat.runs import manager
+
+    ws, _ = await ws_connect(user)
+    scripted.enqueue(s.text("one ", "two ", "three"))
+    await ws.chat("hi")
+    done = await ws.until_terminal()
+    run_id = done[-1]["run_id"]
+    monkeypatch.setattr(manager, "follow", _follow_losing_the_log_after(2))
+    await ws.send({"type": "chat.resume", "run_id": run_id, "after_seq": 0})
+    got = [await ws.recv() for _ in range(3)]
+    assert [e.get("seq") for e in got[:2]] == [1, 2]
+    # the follower has seq 2: the stored terminal event would hide the events between (a silent gap)
+    assert got[2]["type"] == "error" and got[2]["code"] == "resync" and got[2]["run_id"] == run_id
+    # a follower that got nothing yet still gets the stored terminal event
+    monkeypatch.setattr(manager, "follow", _follow_losing_the_log_after(0))
+    await ws.send({"type": "chat.resume", "run_id": run_id, "after_seq": 0})
+    assert (await ws.recv())["type"] == "complete"

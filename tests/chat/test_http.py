@@ -182,3 +182,20 @@ def test_rest_conversations_crud_is_owner_scoped(user: Any, other_user: Any, scr
     assert client.delete(f"/api/conversations/{cid}/").status_code == 204
     assert not Conversation.objects.filter(pk=cid).exists()
     assert Client().get("/api/conversations/").status_code in (401, 403)
+
+
+async def test_sse_a_log_lost_mid_stream_is_a_resync_not_a_jump_to_the_stored_answer(user: Any, scripted: Any, monkeypatch: Any) -> None:
+    from chat.runs import manager
+    from tests.chat.test_consumer import _follow_losing_the_log_after
+
+    scripted.enqueue(s.text("one ", "two ", "three"))
+    headers = await auth_headers(user)
+    client = TokenClient(headers)
+    response = await client.post("/api/chat/stream", {"client_message_id": "lost1", "message": "hi"}, content_type="application/json")
+    events = parse_sse([c async for c in response.streaming_content])
+    run_id = events[0][1]["run_id"]
+    monkeypatch.setattr(manager, "follow", _follow_losing_the_log_after(2))
+    resumed = await client.get(f"/api/chat/runs/{run_id}/events", headers=headers)
+    got = [e for _, e in parse_sse([c async for c in resumed.streaming_content])]
+    assert [e.get("seq") for e in got[:2]] == [1, 2]
+    assert got[2]["type"] == "error" and got[2]["code"] == "resync" and len(got) == 3
