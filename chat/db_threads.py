@@ -1,16 +1,19 @@
-"""Database threads of their own for the work a new message waits on, outside Django's shared sync thread.
+"""Database threads of their own for a turn's work, outside Django's shared sync thread.
 
 Django runs every `sync_to_async` call of a process on one thread, in order. Under load that thread is busy with
-other runs' flushes and saves, so a send that queued there for its credential check or its admission would wait
-for all of them: the user's first event would grow with everyone else's traffic. Each `DbThread` is one thread
-with its own database connections, recycled the way Django's request cycle recycles them.
+every request's database work, so a send that queued there for its credential check or its admission, or a run
+for its plan and its save, would wait for all of it: the user's first event would grow with everyone else's
+traffic. Each `DbThread` is one thread with its own database connections, recycled the way Django's request cycle
+recycles them.
 """
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connections
 
 
@@ -21,12 +24,19 @@ class DbThread:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
 
     def run[**P, R](self, fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-        """`fn` as a coroutine function that runs on this thread (its broken or expired connections recycled first)."""
+        """`fn` as a coroutine function that runs on this thread in the caller's context (a copy: what the job
+        sets stays in the job), its broken or expired connections recycled first."""
         def job(*args: P.args, **kwargs: P.kwargs) -> R:
             close_old_connections()  # outside Django's request cycle: nothing else recycles this thread's connections
             return fn(*args, **kwargs)
 
-        return sync_to_async(job, thread_sensitive=False, executor=self._executor)
+        async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            # not sync_to_async: these jobs need neither its thread-sensitive routing nor the copy of context
+            # variables back into the caller, and those cost a third of a hop's CPU here
+            run = functools.partial(contextvars.copy_context().run, job, *args, **kwargs)
+            return await asyncio.get_running_loop().run_in_executor(self._executor, run)
+
+        return call
 
     def close_connections(self) -> None:
         """Close this thread's connections (tests drop their database afterwards)."""
@@ -37,9 +47,12 @@ class DbThread:
 ADMISSION = DbThread("chat-ack")
 # Credential checks before every send: reads, so they never wait for an admission's write either.
 CREDENTIALS = DbThread("chat-auth")
+# Runs' own writes and reads after the acknowledgement: the assistant message and the plan, text flushes, tool
+# calls and approvals, the final save and the title; never queued behind the requests on Django's shared thread.
+RUNS = DbThread("chat-runs")
 
 
 def db_threads_close() -> None:
     """Close the connections of every thread here."""
-    for thread in (ADMISSION, CREDENTIALS):
+    for thread in (ADMISSION, CREDENTIALS, RUNS):
         thread.close_connections()

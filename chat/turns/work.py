@@ -34,6 +34,7 @@ from chat.agent.types import (
 from chat.budgets import budgets
 from chat.conf import chat_settings
 from chat.costs import cost_of
+from chat.db_threads import RUNS
 from chat.errors import ActionRejected, ErrorCode, Forbidden, ServiceError, error_code
 from chat.events import (
     CancelledEvent,
@@ -128,7 +129,7 @@ class Turn:
 
     async def on_tool_approval(self, ev: AgentToolApproval) -> None:
         self.handle.approvals[ev.tool_use_id] = asyncio.get_running_loop().create_future()
-        await sync_to_async(persistence.approval_record)(
+        await RUNS.run(persistence.approval_record)(
             run_id=self.record.run_id, tool_use_id=ev.tool_use_id, tool_name=ev.name, tool_input=ev.input)
         self._before_event()
         self.handle.append(ToolApprovalEvent.wire, tool=ev.name, input=ev.input, tool_use_id=ev.tool_use_id)
@@ -173,7 +174,7 @@ class Turn:
         """Record the call as started (and the tool_use in the saved history) before it runs: after a crash it is
         reported interrupted and no resume, resend or next message runs it again."""
         self.record.tools_started = True  # before the write: a crash between the two must still close the call
-        await sync_to_async(persistence.tool_call_started)(
+        await RUNS.run(persistence.tool_call_started)(
             run_id=self.record.run_id, index=index, tool_use_id=tool_use_id, name=name, tool_input=tool_input)
         if self.pipe is not None and self.record.assistant_message_id is not None:
             self.pipe.flush()
@@ -219,7 +220,7 @@ class Turn:
         await self.handle.wait_durable(seq, timeout=2.0)
         delta = "".join(self.pipe.emitted[self.flushed_chunks:upto])
         messages = self._provider_messages() if len(self.state.messages) != self.flushed_messages else None
-        await sync_to_async(persistence.assistant_message_append)(message_id=message_id, delta=delta, provider_messages=messages)
+        await RUNS.run(persistence.assistant_message_append)(message_id=message_id, delta=delta, provider_messages=messages)
         # advanced only once written: a failed flush is retried whole by the next one, so the text stays a prefix
         self.flushed_chunks = upto
         if messages is not None:
@@ -284,7 +285,7 @@ class Turn:
         plan: TurnPlan | None = None
         parts: AnswerParts | None = None
         try:
-            plan = await sync_to_async(self._prepare)()
+            plan = await RUNS.run(self._prepare)()
             self.pipe = TextPipe(self.handle, [*plan.payload_markers, SUGGESTED_VALUES_MARKER, SUGGESTED_ACTIONS_MARKER],
                                  chat_settings.CHAT_COALESCE_WINDOW)
             self.pipe.on_emit = self._maybe_flush
@@ -361,7 +362,7 @@ class Turn:
             raise ActionRejected("this action is not available here")
         result = await _run_sync(_action_run, spec, meta.action_data or {}, self.user, dict(self.frame.context))
         self.action_result = {"action": name, "status": "succeeded" if result.ok else "failed", "refresh": result.refresh and result.ok}
-        await sync_to_async(action_stat_count)(page=plan.page.name, action=name, fields=("succeeded" if result.ok else "failed",))
+        await RUNS.run(action_stat_count)(page=plan.page.name, action=name, fields=("succeeded" if result.ok else "failed",))
         return result
 
     async def finish(self, plan: TurnPlan | None, status: str, error: tuple[ErrorCode, str] | None, parts: AnswerParts | None) -> None:
@@ -399,7 +400,7 @@ class Turn:
             diagnostics["action_result"] = self.action_result  # read back when the terminal event is rebuilt
         self._record_outcome(status, error, usage, ttft, duration)
         try:
-            await sync_to_async(persistence.turn_persist)(record=self.record, outcome=TurnOutcome(
+            await RUNS.run(persistence.turn_persist)(record=self.record, outcome=TurnOutcome(
                 status=status, text=text, suggested_values=parts.suggested_values, suggested_actions=parts.suggested_actions,
                 custom_payload=parts.custom_payload, payloads=parts.payloads, tool_history=self.state.tool_history,
                 provider_messages=self._provider_messages(), tool_calls=self.tool_calls, diagnostics=diagnostics,
@@ -439,7 +440,7 @@ class Turn:
                 title = await titles.title_from_model(self.provider, model=chat_settings.CHAT_MODEL, question=self.frame.message,
                                                       answer=answer)
             title = title or titles.title_from_content(self.frame.message, answer)
-            await sync_to_async(titles.conversation_title_set)(
+            await RUNS.run(titles.conversation_title_set)(
                 conversation_id=self.record.conversation_id, provisional=titles.title_initial(self.frame.message), title=title)
         except Exception:  # a title is a nicety: it never fails a turn
             log.exception("run %s: title not generated", self.record.run_id)
