@@ -37,13 +37,23 @@ def token_key(header: str) -> str | None:
     return key.strip() if kind.lower() == "token" and key.strip() else None
 
 
+class CredentialsRevoked(Exception):
+    """A socket's credentials were revoked: close it with `code` (nothing was stored)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 async def revocation(*, user_id: int, token: str | None, session_key: str | None) -> int | None:
     """The close code for a socket whose credentials were revoked since it opened, or None while they hold."""
-    # runs before every send: on a thread of its own, never queued behind runs' work on the shared sync thread
-    return await CREDENTIALS.run(_revocation)(user_id, token, session_key)
+    # the periodic re-check: on a thread of its own, never queued behind runs' work (a send's check runs inside
+    # its admission, in the same database job: see chat.turns.admission)
+    return await CREDENTIALS.run(credentials_revocation)(user_id, token, session_key)
 
 
-def _revocation(user_id: int, token: str | None, session_key: str | None) -> int | None:
+def credentials_revocation(user_id: int, token: str | None, session_key: str | None) -> int | None:
+    """`revocation`, blocking (for a database thread): the close code, or None while the credentials hold."""
     from django.contrib.auth import get_user_model
 
     if token is not None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -10,7 +11,7 @@ from typing import Any
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from chat import metrics, selectors, services
-from chat.auth import CLOSE_SESSION_ENDED, revocation
+from chat.auth import CLOSE_SESSION_ENDED, CredentialsRevoked, credentials_revocation, revocation
 from chat.conf import chat_settings
 from chat.errors import ServiceError
 from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameError, error_event, parse_frame
@@ -141,9 +142,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
     # ---- handlers --------------------------------------------------------------------------------
 
     async def on_send(self, frame: ChatSend) -> None:
-        if await self._check_credentials():  # a turn acts as the user: never on revoked credentials
+        if self.closing:
             return
-        started = await services.turn_start(user=self.user, frame=frame)
+        # a turn acts as the user: never on revoked credentials (checked in the same database job that stores it)
+        check = functools.partial(credentials_revocation, self.user.pk, self.token, self.session_key)
+        try:
+            started = await services.turn_start(user=self.user, frame=frame, credentials=check)
+        except CredentialsRevoked as revoked:
+            await self._close_revoked(revoked.code)
+            return
         self._follow(started.run_id, 0)
 
     async def on_resume(self, frame: ChatResume) -> None:
@@ -205,12 +212,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return False
         if code is None:
             return False
+        await self._close_revoked(code)
+        return True
+
+    async def _close_revoked(self, code: int) -> None:
+        """Stop following and close with the code that says which credential went."""
         self.closing = True
         log.info("closing a socket of user %s: credentials revoked (%s)", self.user.pk, code)
         for task in self.followers.values():
             task.cancel()
         await self.close(code=code)
-        return True
 
     async def _watch_credentials(self) -> None:
         """Re-check the credentials every CHAT_AUTH_RECHECK_INTERVAL, whatever the channel layer delivers."""

@@ -8,6 +8,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from django.utils import timezone
 from chat import metrics
 from chat.actions import TokenInvalid, action_token_verify
 from chat.attachments import attachments_claim
+from chat.auth import CredentialsRevoked
 from chat.budgets import budgets
 from chat.conf import chat_settings
 from chat.db_threads import ADMISSION
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
+Credentials = Callable[[], int | None]  # a socket's credential check: None while they hold, else its close code
 
 
 @dataclass
@@ -53,11 +56,13 @@ class TurnStarted:
     created: bool
 
 
-async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXTRAS) -> TurnStarted:
+async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXTRAS, credentials: Credentials | None = None) -> TurnStarted:
     """Store the user message and start its run; a resent client_message_id starts nothing new.
 
     `extras` (standard clients): the conversation named by the user's own `thread_id` (created on first use), the
-    client's own tools, and its answers to the client tool calls that ended the conversation's last run."""
+    client's own tools, and its answers to the client tool calls that ended the conversation's last run.
+    `credentials` (a socket's): checked in the admission's own database job before anything is read or stored;
+    a close code raises CredentialsRevoked (one thread hop for both, on the path to the first event)."""
     arrived = time.perf_counter()
     if frame.replace_last is not None and frame.conversation_id is None:
         raise BadRequest("replace_last needs conversation_id")
@@ -66,6 +71,7 @@ async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXT
     if frame.replace_last is not None and frame.interaction_type == "action_executed":
         raise BadRequest("replace_last cannot resend a server action")
     if frame.replace_last == "answer":  # chat.send's regenerate: the same as the standard clients' regenerate
+        await _credentials_verify(credentials)
         assert frame.conversation_id is not None
         if not 0 < frame.conversation_id < 2**63:
             raise NotFound("conversation not found")
@@ -86,6 +92,7 @@ async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXT
     except (RateLimited, BudgetExceeded) as refused:
         if isinstance(refused, RateLimited):
             metrics.RATE_LIMITED.labels("messages").inc()
+        await _credentials_verify(credentials)  # revoked credentials do not even find an earlier run
         resent = await sync_to_async(turn_started_by_client_id)(user=user, client_message_id=frame.client_message_id,
                                                                 conversation_id=frame.conversation_id, thread_id=extras.thread_id)
         if resent is not None:
@@ -94,7 +101,7 @@ async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXT
     provider = provider_get()
     # shielded: a caller cancelled meanwhile (socket closed, SSE client gone) must not leave a stored
     # message with a run that no task runs; the run starts and a resend or resume finds it
-    started = await asyncio.shield(_turn_begin(user, frame, provider, extras))
+    started = await asyncio.shield(_turn_begin(user, frame, provider, extras, credentials))
     if not started.created:
         await limiter.uncount_message(user.pk)
     else:
@@ -185,8 +192,14 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
     return TurnStarted(run_id=str(run.pk), conversation_id=conversation.pk, created=True), record, frame
 
 
-async def _turn_begin(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras) -> TurnStarted:
-    started, record = await ADMISSION.run(_turn_start_db)(user, frame, provider, extras)
+async def _credentials_verify(credentials: Credentials | None) -> None:
+    """CredentialsRevoked if the socket's credentials no longer hold (for the paths that do not store a turn here)."""
+    if credentials is not None and (code := await ADMISSION.run(credentials)()) is not None:
+        raise CredentialsRevoked(code)
+
+
+async def _turn_begin(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras, credentials: Credentials | None) -> TurnStarted:
+    started, record = await ADMISSION.run(_turn_start_db)(user, frame, provider, extras, credentials)
     if record is None:
         return started
     await _run_begin(user, frame, provider, started, record)
@@ -202,8 +215,11 @@ async def _run_begin(user: User, frame: ChatSend, provider: Provider, started: T
         await manager.listen_for(started.run_id)
 
 
-def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras) -> tuple[TurnStarted, TurnRecord | None]:
+def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras,
+                   credentials: Credentials | None = None) -> tuple[TurnStarted, TurnRecord | None]:
     """Store the user message and its run (the acknowledgement waits for exactly this, so it is kept minimal)."""
+    if credentials is not None and (code := credentials()) is not None:
+        raise CredentialsRevoked(code)  # a turn acts as the user: never on revoked credentials
     conversation = None
     if frame.conversation_id is not None:
         conversation = _conversation_owned(user, frame.conversation_id)

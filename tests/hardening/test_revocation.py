@@ -113,3 +113,16 @@ async def test_a_send_on_a_revoked_token_closes_and_stores_nothing(user: Any, sc
     await ws2.chat("", conversation_id=conversation, replace_last="answer")
     assert await closed_with(ws2, 3) == CLOSE_TOKEN_REVOKED
     assert await Message.objects.acount() == 2 and await Run.objects.acount() == 1
+
+
+async def test_a_rate_limited_resend_on_a_revoked_token_closes_without_following(user: Any, scripted: Any, settings: Any) -> None:
+    """Over the message limit a resend normally finds its run; on revoked credentials it closes first (4402)."""
+    settings.CHAT_AUTH_RECHECK_INTERVAL = 60
+    settings.CHAT_RATE_LIMIT_PER_MINUTE = 1
+    ws, _ = await ws_connect(user)
+    scripted.enqueue(s.text("first answer"))
+    await ws.send({"type": "chat.send", "client_message_id": "once", "conversation_id": None, "message": "hello"})
+    await ws.until_terminal()
+    await database_sync_to_async(lambda: Token.objects.filter(user=user)._raw_delete("default"))()
+    await ws.send({"type": "chat.send", "client_message_id": "once", "conversation_id": None, "message": "hello"})
+    assert await closed_with(ws, 3) == CLOSE_TOKEN_REVOKED
