@@ -38,6 +38,14 @@ def tool_marker(index: int) -> str:
     return f"\n\n[[tool:{index}]]\n\n"
 
 
+def _text_block_end(state: LoopState, blocks: list[dict[str, Any]], text_buf: list[str]) -> None:
+    """The model's text so far becomes a block of its message and part of the turn's text."""
+    text = "".join(text_buf)
+    blocks.append({"type": "text", "text": text})
+    state.text_parts.append(text)
+    state.streaming = None
+
+
 async def run_agent_loop(
     *,
     provider: Provider,
@@ -73,24 +81,24 @@ async def run_agent_loop(
         )
         blocks: list[dict[str, Any]] = []
         tool_uses: list[ToolUseEnd] = []
-        text_buf = TextChunks()
+        text_buf = state.streaming = TextChunks()
         end: MessageEnd | None = None
         async for ev in provider.stream(request):
             if isinstance(ev, TextDelta):
                 if ev.text:
                     text_buf.append(ev.text)
-                    state.text_parts.append(ev.text)
                     yield AgentTextDelta(ev.text)
             elif isinstance(ev, ToolUseEnd):
                 if text_buf:
-                    blocks.append({"type": "text", "text": "".join(text_buf)})
-                    text_buf = TextChunks()
+                    _text_block_end(state, blocks, text_buf)
+                    text_buf = state.streaming = TextChunks()
                 tool_uses.append(ev)
                 blocks.append({"type": "tool_use", "id": ev.id, "name": ev.name, "input": ev.input})
             elif isinstance(ev, MessageEnd):
                 end = ev
         if text_buf:
-            blocks.append({"type": "text", "text": "".join(text_buf)})
+            _text_block_end(state, blocks, text_buf)
+        state.streaming = None
         end = end or MessageEnd(stop_reason="end_turn", usage=state.usage.__class__())
         state.usage.add(end.usage)
         yield AgentIteration(iteration=iteration, stop_reason=end.stop_reason, usage=end.usage, raw=end.raw)

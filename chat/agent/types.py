@@ -147,7 +147,8 @@ class LoopState:
     """What the loop has produced so far; the caller reads it even when the loop is cancelled."""
 
     messages: list[dict[str, Any]] = field(default_factory=list)  # provider messages added this turn
-    text_parts: list[str] = field(default_factory=TextChunks)
+    text_parts: list[str] = field(default_factory=TextChunks)  # the text of finished model calls and tool markers
+    streaming: list[str] | None = None  # the model call in progress' text so far (each token is kept once, here)
     tool_history: list[dict[str, Any]] = field(default_factory=list)
     payloads: list[dict[str, Any]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
@@ -157,4 +158,5 @@ class LoopState:
 
     @property
     def text(self) -> str:
-        return "".join(self.text_parts)
+        """All the text so far, the model call in progress included."""
+        return "".join(self.text_parts) + ("".join(self.streaming) if self.streaming else "")
