@@ -221,6 +221,8 @@ async def test_a_live_servers_frames_validate_in_every_flow(
     scripted.enqueue([s.TextDelta("slow"), gate])
     await ws.chat("slow one", conversation_id=conversation)
     first = await ws.recv()
+    # cancelled mid-answer: once the model has started (a cancel before it would leave its script to the next turn)
+    assert (await ws.recv())["text"] == "slow"
     await ws.send({"type": "chat.cancel", "run_id": first["run_id"]})
     assert (await ws.until_terminal())[-1]["type"] == "cancelled"
     await ws.send({"type": "chat.resume", "run_id": first["run_id"], "after_seq": 0})
