@@ -341,8 +341,13 @@ class RunManager:
         """After a Redis restart the logs are gone: rewrite those of runs this process still holds, and have writers
         backing off through the outage retry as soon as the log answers (followers elsewhere are waiting for them)."""
         now = time.monotonic()
-        check = [h for h in self.handles.values() if h.needs_check(now)]
-        behind = [h for h in self.handles.values() if h.write_pending]
+        check: list[RunHandle] = []
+        behind: list[RunHandle] = []
+        for h in self.handles.values():  # one pass: every retained run, each heartbeat
+            if h.needs_check(now):
+                check.append(h)
+            if h.write_pending:
+                behind.append(h)
         if not check and not behind:
             return
         if check:
