@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -64,7 +64,7 @@ class Budgets:
                 return Spent(int(raw.get("tokens", 0)), float(raw.get("cost", 0.0)))
             except redis_errors():
                 log.warning("budgets: Redis unavailable, summing today's runs from the database")
-        return await sync_to_async(spent_in_database)(user_id=user_id)
+        return await database_sync_to_async(spent_in_database)(user_id=user_id)
 
     async def check(self, user_id: int) -> None:
         """Raise BudgetExceeded when the user has used up a daily budget."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.db import IntegrityError, connection, connections, router, transaction
 from django.utils import timezone
 
@@ -93,7 +93,7 @@ async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXT
         if isinstance(refused, RateLimited):
             metrics.RATE_LIMITED.labels("messages").inc()
         await _credentials_verify(credentials)  # revoked credentials do not even find an earlier run
-        resent = await sync_to_async(turn_started_by_client_id)(user=user, client_message_id=frame.client_message_id,
+        resent = await database_sync_to_async(turn_started_by_client_id)(user=user, client_message_id=frame.client_message_id,
                                                                 conversation_id=frame.conversation_id, thread_id=extras.thread_id)
         if resent is not None:
             return resent
@@ -137,7 +137,7 @@ async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str
     `client_message_id`, when given (chat.send's `replace_last`), makes a resend start nothing new: the question
     takes that id, so the resend finds this run."""
     if client_message_id:
-        again = await sync_to_async(turn_started_by_client_id)(user=user, client_message_id=client_message_id, conversation_id=conversation_id)
+        again = await database_sync_to_async(turn_started_by_client_id)(user=user, client_message_id=client_message_id, conversation_id=conversation_id)
         if again is not None:
             return again
     await limiter.check_message(user.pk)

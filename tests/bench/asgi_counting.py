@@ -1,5 +1,5 @@
 """The product's ASGI app, plus an opt-in bench hook: counts the SQL the process executes and answers
-`GET /__bench__/stats` (and `/__bench__/gc`, `/__bench__/profile/{start,stop}`). Bench servers only:
+`GET /__bench__/stats` (and `/__bench__/threads`, `/__bench__/gc`, `/__bench__/profile/{start,stop}`). Bench servers only:
 `daphne tests.bench.asgi_counting:application`. Product code is untouched."""
 from __future__ import annotations
 
@@ -113,6 +113,8 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> Any:
         return await _app(scope, receive, send)
     if path == "/__bench__/stats":
         return await _json(send, stats())
+    if path == "/__bench__/threads":  # native thread id -> name, to split the process's CPU by thread
+        return await _json(send, {str(t.native_id): t.name for t in threading.enumerate()})
     if path == "/__bench__/gc":
         return await _json(send, {"collected": gc.collect()})
     if path == "/__bench__/profile/start":

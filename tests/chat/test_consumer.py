@@ -95,6 +95,33 @@ async def test_cancel_mid_stream_saves_partial(user: Any, scripted: Any) -> None
     await ws.close()
 
 
+async def test_only_frames_that_use_djangos_thread_recycle_its_connections_first(user: Any, scripted: Any, monkeypatch: Any) -> None:
+    # Channels hops to Django's sync thread before every message to recycle its connections; a send's database
+    # work runs on threads that recycle their own, so only the frames whose handlers use the async ORM pay for it
+    recycled: list[str] = []
+
+    async def recycle() -> None:
+        recycled.append("hop")
+
+    monkeypatch.setattr("chat.consumers.aclose_old_connections", recycle)
+    monkeypatch.setattr("channels.consumer.aclose_old_connections", recycle)  # where Channels' own dispatch calls it
+    gate = asyncio.Event()
+    scripted.enqueue([s.TextDelta("partial"), gate])
+    ws, _ = await ws_connect(user)
+    assert recycled == ["hop"]  # the connect, as Channels does it
+    recycled.clear()
+    await ws.chat("go")
+    first = await ws.recv()
+    got = [first]
+    while texts(got) != "partial":
+        got.append(await ws.recv())
+    assert recycled == []
+    await ws.send({"type": "chat.cancel", "run_id": first["run_id"]})
+    got += await ws.until_terminal()
+    assert got[-1]["type"] == "cancelled" and recycled == ["hop"]
+    await ws.close()
+
+
 async def test_disconnect_mid_stream_run_completes_and_resume_replays(user: Any, scripted: Any) -> None:
     scripted.enqueue([s.TextDelta("a"), 0.05, s.TextDelta("b"), 0.05, s.TextDelta("c")])
     ws, _ = await ws_connect(user)
