@@ -118,6 +118,10 @@ def markdown(meta: dict[str, Any], r: dict[str, Any]) -> str:
             x = s[name]
             L.append(f"| {label} | {x['first_event_p50_ms']} / {x['first_event_p99_ms']} ms | {x['first_text_p50_ms']} / {x['first_text_p99_ms']} ms | {x['turn_p50_ms']} ms | {x['cpu_per_turn_ms']} ms |")
         L.append(f"\n{s['app']['turns']} turns per server (a turn is {s['app']['events'] // max(s['app']['turns'], 1)} coalesced events); app DB writes per turn {s['app']['db_writes_per_turn']}, SQL statements per turn {s['app']['db_statements_per_turn']}.")
+        split = s["app"].get("cpu_per_turn_by_thread_ms")
+        if split:  # results from before the split was measured have none
+            L.append("The app's server CPU per turn by thread: " + ", ".join(f"{k} {v} ms" for k, v in split.items())
+                     + " (chat-ack stores the message and run before the acknowledgement; chat-runs holds the run's own database work).")
     t = r.get("throughput")
     if t:
         L += ["", f"## One stream, instant model, coalescing off ({t['events_per_stream']} events per stream)", "",

@@ -175,6 +175,7 @@ class Bench:
         if self.profile:  # every thread of the app: where a turn's fixed cost goes
             app.bench("profile/start")
         cpu = CPU(app, ch, asgi)
+        threads0 = app.cpu_by_thread()
         stats0 = app.bench("stats")
         conv: int | None = None
         for block in range(self.p["seq_turns"] // 10):
@@ -188,6 +189,7 @@ class Bench:
             for _ in range(10):
                 runs["asgi"].append(await relay_turn(ws_asgi, "turn100"))
         used = cpu.used()
+        threads1 = app.cpu_by_thread()
         stats1 = app.bench("stats")
         if self.profile:
             self.profile_save(app, "app-sequential")
@@ -204,6 +206,12 @@ class Bench:
         n = len(runs["app"])
         out["app"]["db_writes_per_turn"] = round((stats1["db_writes"] - stats0["db_writes"]) / n, 2)
         out["app"]["db_statements_per_turn"] = round((stats1["db_statements"] - stats0["db_statements"]) / n, 2)
+        # where a turn's CPU goes: the event loop, the admission thread, the runs' database thread, the rest
+        by_thread = {name: (threads1[name] - threads0.get(name, 0.0)) / n * 1000 for name in threads1}
+        out["app"]["cpu_per_turn_by_thread_ms"] = {
+            name: round(sum(v for k, v in by_thread.items() if k.startswith(prefix)), 3)
+            for name, prefix in (("event loop", "MainThread"), ("chat-ack", "chat-ack"), ("chat-runs", "chat-runs"))}
+        out["app"]["cpu_per_turn_by_thread_ms"]["other threads"] = round(sum(by_thread.values()) - sum(out["app"]["cpu_per_turn_by_thread_ms"].values()), 3)
         a, b = out["app"], out["asgi"]
         out["server_added"] = {k: round(a[k] - b[k], 2) for k in ("first_event_p50_ms", "first_event_p99_ms", "first_text_p50_ms", "first_text_p99_ms")}
         out["sse_server_added"] = {k: round(out["sse"][k] - b[k], 2) for k in ("first_event_p50_ms", "first_event_p99_ms", "first_text_p50_ms", "first_text_p99_ms")}

@@ -120,6 +120,19 @@ class Server:
         """Seconds of CPU (user + system, every thread) this server process has used so far."""
         return process_cpu(self.pid)
 
+    def cpu_by_thread(self) -> dict[str, float]:
+        """Seconds of CPU per thread name so far (a counting app server: it names its threads at /__bench__/threads)."""
+        names = self.bench("threads")
+        out: dict[str, float] = {}
+        for tid in os.listdir(f"/proc/{self.pid}/task"):
+            try:
+                ns = int(Path(f"/proc/{self.pid}/task/{tid}/schedstat").read_text().split()[0])
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            name = names.get(tid, "other")
+            out[name] = out.get(name, 0.0) + ns / 1e9
+        return out
+
     def rss(self) -> int:
         """Resident set size in bytes."""
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
