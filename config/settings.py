@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "servestatic",  # the static files' middleware's own system checks (and no warning at startup without them)
     "django.contrib.postgres",
     "rest_framework",
     "rest_framework.authtoken",
@@ -196,4 +197,6 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["chat_context"], "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
+    # Django's own console handler would print its records a second time, unformatted: they go to the root's only
+    "loggers": {"django": {"handlers": [], "level": "INFO"}},
 }
