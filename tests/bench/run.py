@@ -208,10 +208,10 @@ class Bench:
         out["app"]["db_statements_per_turn"] = round((stats1["db_statements"] - stats0["db_statements"]) / n, 2)
         # where a turn's CPU goes: the event loop, the admission thread, the runs' database thread, the rest
         by_thread = {name: (threads1[name] - threads0.get(name, 0.0)) / n * 1000 for name in threads1}
-        out["app"]["cpu_per_turn_by_thread_ms"] = {
-            name: round(sum(v for k, v in by_thread.items() if k.startswith(prefix)), 3)
-            for name, prefix in (("event loop", "MainThread"), ("chat-ack", "chat-ack"), ("chat-runs", "chat-runs"))}
-        out["app"]["cpu_per_turn_by_thread_ms"]["other threads"] = round(sum(by_thread.values()) - sum(out["app"]["cpu_per_turn_by_thread_ms"].values()), 3)
+        groups = (("event loop", "MainThread"), ("chat-ack", "chat-ack"), ("chat-runs", "chat-runs"))
+        split = {name: round(sum(v for k, v in by_thread.items() if k.startswith(prefix)), 3) for name, prefix in groups}
+        split["other threads"] = round(sum(v for k, v in by_thread.items() if not k.startswith(tuple(p for _, p in groups))), 3)
+        out["app"]["cpu_per_turn_by_thread_ms"] = split
         a, b = out["app"], out["asgi"]
         out["server_added"] = {k: round(a[k] - b[k], 2) for k in ("first_event_p50_ms", "first_event_p99_ms", "first_text_p50_ms", "first_text_p99_ms")}
         out["sse_server_added"] = {k: round(out["sse"][k] - b[k], 2) for k in ("first_event_p50_ms", "first_event_p99_ms", "first_text_p50_ms", "first_text_p99_ms")}
