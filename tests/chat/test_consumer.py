@@ -95,9 +95,9 @@ async def test_cancel_mid_stream_saves_partial(user: Any, scripted: Any) -> None
     await ws.close()
 
 
-async def test_only_frames_that_use_djangos_thread_recycle_its_connections_first(user: Any, scripted: Any, monkeypatch: Any) -> None:
+async def test_a_send_skips_recycling_djangos_connections_and_other_frames_keep_it(user: Any, scripted: Any, monkeypatch: Any) -> None:
     # Channels hops to Django's sync thread before every message to recycle its connections; a send's database
-    # work runs on threads that recycle their own, so only the frames whose handlers use the async ORM pay for it
+    # work runs on threads that recycle their own, so it skips the hop, and every other frame keeps it
     recycled: list[str] = []
 
     async def recycle() -> None:
