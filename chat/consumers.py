@@ -244,4 +244,3 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """Re-check the credentials every CHAT_AUTH_RECHECK_INTERVAL, whatever the channel layer delivers."""
         while not await self._check_credentials():
             await asyncio.sleep(chat_settings.CHAT_AUTH_RECHECK_INTERVAL)
-

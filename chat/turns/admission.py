@@ -94,7 +94,7 @@ async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXT
             metrics.RATE_LIMITED.labels("messages").inc()
         await _credentials_verify(credentials)  # revoked credentials do not even find an earlier run
         resent = await database_sync_to_async(turn_started_by_client_id)(user=user, client_message_id=frame.client_message_id,
-                                                                conversation_id=frame.conversation_id, thread_id=extras.thread_id)
+                                                                         conversation_id=frame.conversation_id, thread_id=extras.thread_id)
         if resent is not None:
             return resent
         raise
@@ -241,8 +241,14 @@ def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: Turn
                                               thread_id=extras.thread_id)
             if again is not None:
                 return again, None
-            if conversation is None or not Run.objects.filter(conversation=conversation, status=Run.Status.RUNNING).exists():
-                # not the one-running-run constraint: a bug or bad data, never "busy" (clients would retry forever)
+            if conversation is None:  # a new conversation has no running run: a bug or bad data, never "busy"
+                raise
+            if not Run.objects.filter(conversation=conversation, status=Run.Status.RUNNING).exists():
+                # The run that held the slot ended after the insert (its own end, or another thread's sweep): try
+                # again. Any other constraint fails every attempt and is raised: a bug or bad data, never "busy"
+                # (clients would retry forever).
+                if attempt < 3:
+                    continue
                 raise
             # the running slot may be held by a run whose process died: sweep it once and try again
             if attempt < 3 and conversation is not None and runs_sweep(conversation_id=conversation.pk):

@@ -104,6 +104,32 @@ def test_an_integrity_error_that_is_not_the_running_run_is_not_busy(user: Any, m
         admission._turn_start_db(user, _frame(None), OfflineProvider(), NO_EXTRAS)
 
 
+def test_a_running_run_that_ends_between_the_insert_and_the_check_does_not_fail_the_send(user: Any, monkeypatch: Any) -> None:
+    # The slot's holder (a dead process's run) is swept on another thread right after this admission's insert hit
+    # the one-running-run constraint: the send takes the freed slot, it does not fail with the IntegrityError.
+    from django.utils import timezone
+
+    from chat.providers.offline import OfflineProvider
+
+    conv = Conversation.objects.create(owner=user, title="c")
+    msg = Message.objects.create(conversation=conv, role="user", content="first")
+    held = Run.objects.create(conversation=conv, user_message=msg, status="running", heartbeat_at=timezone.now())
+    real = admission._turn_insert
+    calls: list[str] = []
+
+    def insert_then_sweep(*args: Any) -> Any:
+        calls.append("insert")
+        try:
+            return real(*args)
+        finally:
+            Run.objects.filter(pk=held.pk).update(status="interrupted")  # the sweep, between the insert and the check
+
+    monkeypatch.setattr(admission, "_turn_insert", insert_then_sweep)
+    started, record = admission._turn_start_db(user, _frame(conv.pk), OfflineProvider(), NO_EXTRAS)
+    assert calls == ["insert", "insert"] and record is not None and started.conversation_id == conv.pk
+    assert Run.objects.get(pk=started.run_id).status == "running"
+
+
 def test_the_running_run_constraint_is_busy(user: Any) -> None:
     from chat.providers.offline import OfflineProvider
 
