@@ -243,16 +243,14 @@ def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: Turn
                 return again, None
             if conversation is None:  # a new conversation has no running run: a bug or bad data, never "busy"
                 raise
-            if not Run.objects.filter(conversation=conversation, status=Run.Status.RUNNING).exists():
-                # The run that held the slot ended after the insert (its own end, or another thread's sweep): try
-                # again. Any other constraint fails every attempt and is raised: a bug or bad data, never "busy"
-                # (clients would retry forever).
-                if attempt < 3:
-                    continue
-                raise
-            # the running slot may be held by a run whose process died: sweep it once and try again
-            if attempt < 3 and conversation is not None and runs_sweep(conversation_id=conversation.pk):
+            running = Run.objects.filter(conversation=conversation, status=Run.Status.RUNNING)
+            # The slot is free again if this sweep takes it from a run whose process died, or if its run has ended
+            # since the insert (its own end, or the heartbeat's sweep on another thread, which may win this one's
+            # race and leave it nothing to sweep): try again.
+            if attempt < 3 and (runs_sweep(conversation_id=conversation.pk) or not running.exists()):
                 continue
+            if not running.exists():
+                raise  # not the one-running-run constraint: a bug or bad data, never "busy" (clients would retry forever)
             raise Busy() from None
     raise Busy()
 

@@ -130,6 +130,31 @@ def test_a_running_run_that_ends_between_the_insert_and_the_check_does_not_fail_
     assert Run.objects.get(pk=started.run_id).status == "running"
 
 
+def test_a_dead_run_swept_by_the_heartbeat_first_does_not_make_the_send_busy(user: Any, monkeypatch: Any) -> None:
+    # The send's own sweep of a dead process's run loses the race to the heartbeat's sweep on another thread: it
+    # sweeps nothing, but the slot is free, so the send takes it instead of answering "busy".
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from chat.providers.offline import OfflineProvider
+
+    conv = Conversation.objects.create(owner=user, title="c")
+    msg = Message.objects.create(conversation=conv, role="user", content="first")
+    dead = Run.objects.create(conversation=conv, user_message=msg, status="running", owner_process="gone:1:x",
+                              heartbeat_at=timezone.now() - timedelta(seconds=60))
+    real = admission.runs_sweep
+
+    def heartbeat_sweeps_first(**kwargs: Any) -> int:
+        assert real() == 1  # the heartbeat's sweep takes the dead run ...
+        return real(**kwargs)  # ... so the send's finds nothing left to sweep
+
+    monkeypatch.setattr(admission, "runs_sweep", heartbeat_sweeps_first)
+    started, record = admission._turn_start_db(user, _frame(conv.pk), OfflineProvider(), NO_EXTRAS)
+    assert record is not None and Run.objects.get(pk=started.run_id).status == "running"
+    assert Run.objects.get(pk=dead.pk).status == "interrupted"
+
+
 def test_the_running_run_constraint_is_busy(user: Any) -> None:
     from chat.providers.offline import OfflineProvider
 
