@@ -243,14 +243,15 @@ def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: Turn
                 return again, None
             if conversation is None:  # a new conversation has no running run: a bug or bad data, never "busy"
                 raise
-            running = Run.objects.filter(conversation=conversation, status=Run.Status.RUNNING)
-            # The slot is free again if this sweep takes it from a run whose process died, or if its run has ended
-            # since the insert (its own end, or the heartbeat's sweep on another thread, which may win this one's
-            # race and leave it nothing to sweep): try again.
-            if attempt < 3 and (runs_sweep(conversation_id=conversation.pk) or not running.exists()):
-                continue
-            if not running.exists():
-                raise  # not the one-running-run constraint: a bug or bad data, never "busy" (clients would retry forever)
+            if attempt < 3 and runs_sweep(conversation_id=conversation.pk):
+                continue  # this sweep took the slot from a run whose process died
+            if not Run.objects.filter(conversation=conversation, status=Run.Status.RUNNING).exists():
+                # Free anyway: its run ended since the insert (its own end, or the heartbeat's sweep on another thread,
+                # which may have won this one's race). After the last attempt it is not the one-running-run
+                # constraint: a bug or bad data, never "busy" (clients would retry forever).
+                if attempt < 3:
+                    continue
+                raise
             raise Busy() from None
     raise Busy()
 
