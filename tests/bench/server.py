@@ -45,6 +45,17 @@ def own_cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def thread_run_ns(pid: int) -> dict[str, int]:
+    """Run time in nanoseconds of each live thread of `pid`, by thread id (`/proc/<pid>/task/<tid>/schedstat`)."""
+    out: dict[str, int] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out[tid] = int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the thread ended between the listing and the read
+    return out
+
+
 def process_cpu(pid: int) -> float:
     """CPU seconds (user + system) of every live thread of `pid`, at nanosecond resolution.
 
@@ -54,13 +65,7 @@ def process_cpu(pid: int) -> float:
     schedstat is missing the tick counters are used.
     """
     try:
-        total = 0
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
-            except (FileNotFoundError, ProcessLookupError):
-                continue  # the thread ended between the listing and the read
-        return total / 1e9
+        return sum(thread_run_ns(pid).values()) / 1e9
     except FileNotFoundError:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15 of stat)
@@ -124,11 +129,7 @@ class Server:
         """Seconds of CPU per thread name so far (a counting app server: it names its threads at /__bench__/threads)."""
         names = self.bench("threads")
         out: dict[str, float] = {}
-        for tid in os.listdir(f"/proc/{self.pid}/task"):
-            try:
-                ns = int(Path(f"/proc/{self.pid}/task/{tid}/schedstat").read_text().split()[0])
-            except (FileNotFoundError, ProcessLookupError):
-                continue
+        for tid, ns in thread_run_ns(self.pid).items():
             name = names.get(tid, "other")
             out[name] = out.get(name, 0.0) + ns / 1e9
         return out
