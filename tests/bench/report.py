@@ -122,6 +122,12 @@ def markdown(meta: dict[str, Any], r: dict[str, Any]) -> str:
         if split:  # results from before the split was measured have none
             L.append("The app's server CPU per turn by thread: " + ", ".join(f"{k} {v} ms" for k, v in split.items())
                      + " (chat-ack stores the message and run before the acknowledgement; chat-runs holds the run's own database work).")
+        f = s.get("fixed")
+        if f:  # where the 100-token turn's CPU goes: a fixed part per turn, and a part per token
+            L.append(f"A turn's fixed cost: a 1-token turn costs {f['cpu_per_1_token_turn_ms']} ms of server CPU ("
+                     + ", ".join(f"{k} {v} ms" for k, v in f["cpu_per_1_token_turn_by_thread_ms"].items())
+                     + f"), and each further token {f['cpu_per_token_us']} us ({f['turns']} turns of each, interleaved with 100-token turns"
+                     + f" that cost {f['cpu_per_100_token_turn_ms']} ms). The bare Channels relay's whole turn costs {s['channels']['cpu_per_turn_ms']} ms.")
     t = r.get("throughput")
     if t:
         L += ["", f"## One stream, instant model, coalescing off ({t['events_per_stream']} events per stream)", "",

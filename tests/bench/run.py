@@ -89,6 +89,15 @@ class CPU:
         return {s.name: s.cpu() - self.start[s.name] for s in self.servers}
 
 
+def thread_split(cpu_by_thread: dict[str, float], turns: int) -> dict[str, float]:
+    """CPU seconds by thread name -> ms per turn on the event loop, the admission thread, the runs' thread, the rest."""
+    by_thread = {name: v / turns * 1000 for name, v in cpu_by_thread.items()}
+    groups = (("event loop", "MainThread"), ("chat-ack", "chat-ack"), ("chat-runs", "chat-runs"))
+    split = {name: round(sum(v for k, v in by_thread.items() if k.startswith(prefix)), 3) for name, prefix in groups}
+    split["other threads"] = round(sum(v for k, v in by_thread.items() if not k.startswith(tuple(p for _, p in groups))), 3)
+    return split
+
+
 def per_event_us(cpu_s: float, events: int) -> float | None:
     return round(cpu_s / events * 1e6, 1) if events else None
 
@@ -193,6 +202,20 @@ class Bench:
         stats1 = app.bench("stats")
         if self.profile:
             self.profile_save(app, "app-sequential")
+        # The fixed part of a turn: the same turns with a 1-token answer (interleaved with 100-token ones, so both
+        # see the same machine); the difference over 99 tokens is the cost of one more token.
+        fixed_cpu = {"t1": 0.0, "t100": 0.0}
+        fixed_threads: dict[str, dict[str, float]] = {"t1": {}, "t100": {}}
+        fixed_n = 0
+        for block in range(self.p["seq_turns"] // 10):
+            for key, message in (("t1", "bench:tokens=1"), ("t100", TURN)):
+                c0, th0, conv = app.cpu(), app.cpu_by_thread(), None
+                for _ in range(10):
+                    conv = (await ws_turn(ws_app, message, conv)).conversation_id
+                fixed_cpu[key] += app.cpu() - c0
+                for name, v in app.cpu_by_thread().items():
+                    fixed_threads[key][name] = fixed_threads[key].get(name, 0.0) + v - th0.get(name, 0.0)
+            fixed_n += 10
         for ws in (ws_app, ws_ch, ws_asgi):
             await ws.close()
         # SSE on its own, so the app's CPU delta is the SSE path's
@@ -207,11 +230,13 @@ class Bench:
         out["app"]["db_writes_per_turn"] = round((stats1["db_writes"] - stats0["db_writes"]) / n, 2)
         out["app"]["db_statements_per_turn"] = round((stats1["db_statements"] - stats0["db_statements"]) / n, 2)
         # where a turn's CPU goes: the event loop, the admission thread, the runs' database thread, the rest
-        by_thread = {name: (threads1[name] - threads0.get(name, 0.0)) / n * 1000 for name in threads1}
-        groups = (("event loop", "MainThread"), ("chat-ack", "chat-ack"), ("chat-runs", "chat-runs"))
-        split = {name: round(sum(v for k, v in by_thread.items() if k.startswith(prefix)), 3) for name, prefix in groups}
-        split["other threads"] = round(sum(v for k, v in by_thread.items() if not k.startswith(tuple(p for _, p in groups))), 3)
+        split = thread_split({name: threads1[name] - threads0.get(name, 0.0) for name in threads1}, n)
         out["app"]["cpu_per_turn_by_thread_ms"] = split
+        one = fixed_cpu["t1"] / fixed_n * 1000
+        out["fixed"] = {"turns": fixed_n, "cpu_per_1_token_turn_ms": round(one, 3),
+                        "cpu_per_100_token_turn_ms": round(fixed_cpu["t100"] / fixed_n * 1000, 3),
+                        "cpu_per_token_us": round((fixed_cpu["t100"] - fixed_cpu["t1"]) / fixed_n / 99 * 1e6, 2),
+                        "cpu_per_1_token_turn_by_thread_ms": thread_split(fixed_threads["t1"], fixed_n)}
         a, b = out["app"], out["asgi"]
         out["server_added"] = {k: round(a[k] - b[k], 2) for k in ("first_event_p50_ms", "first_event_p99_ms", "first_text_p50_ms", "first_text_p99_ms")}
         out["sse_server_added"] = {k: round(out["sse"][k] - b[k], 2) for k in ("first_event_p50_ms", "first_event_p99_ms", "first_text_p50_ms", "first_text_p99_ms")}
