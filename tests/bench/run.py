@@ -553,8 +553,10 @@ class Bench:
             for _ in range(max(1, self.p["srv_turns"] // 10)):
                 for k in ("daphne", "uvicorn"):
                     c0 = by[k].cpu()
+                    conv: int | None = None  # a conversation of 10 turns, as in the sequential scenario (the same bar)
                     for _ in range(10):
-                        seq[k].append(await ws_turn(socks[k], TURN, None))
+                        seq[k].append(t := await ws_turn(socks[k], TURN, conv))
+                        conv = t.conversation_id
                     await asyncio.sleep(0.05)
                     cpu[k] += by[k].cpu() - c0
             for k in socks:
