@@ -11,10 +11,17 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import close_old_connections, connections
+
+# A connection that finished a job less than this many seconds ago skips Django's health check before the next
+# one (CONN_HEALTH_CHECKS: a `SELECT 1` round trip on PostgreSQL, three per turn, one of them before the
+# acknowledgement). The idea of HikariCP's aliveBypassWindowMs (500 ms): a connection just used is alive; one
+# that sat idle may have been dropped by the server, a proxy or a failover, and is checked as Django would.
+HEALTH_CHECK_BYPASS = 0.5
 
 
 class DbThread:
@@ -22,13 +29,26 @@ class DbThread:
 
     def __init__(self, name: str) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._last_end = float("-inf")  # when this thread's last job ended (read and written on that thread only)
+
+    def _recycle(self) -> None:
+        """Django's recycling between requests (connections broken, in error or past CONN_MAX_AGE are closed);
+        the health check is left pending only when the thread has been idle (HEALTH_CHECK_BYPASS)."""
+        close_old_connections()  # outside Django's request cycle: nothing else recycles this thread's connections
+        if time.monotonic() - self._last_end < HEALTH_CHECK_BYPASS:
+            for conn in connections.all(initialized_only=True):
+                if conn.connection is not None:  # kept open by the recycling above
+                    conn.health_check_done = True  # type: ignore[attr-defined]  # Django sets it per request; not in the stubs
 
     def run[**P, R](self, fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
         """`fn` as a coroutine function that runs on this thread in the caller's context (a copy: what the job
-        sets stays in the job), its broken or expired connections recycled first."""
+        sets stays in the job), its broken, errored or expired connections recycled first."""
         def job(*args: P.args, **kwargs: P.kwargs) -> R:
-            close_old_connections()  # outside Django's request cycle: nothing else recycles this thread's connections
-            return fn(*args, **kwargs)
+            self._recycle()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._last_end = time.monotonic()
 
         async def call(*args: P.args, **kwargs: P.kwargs) -> R:
             # not sync_to_async: these jobs need neither its thread-sensitive routing nor the copy of context
