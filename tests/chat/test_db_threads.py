@@ -1,6 +1,7 @@
 """chat.db_threads: jobs run in order on their own thread; a connection used moments ago skips the health check."""
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -73,5 +74,32 @@ async def test_a_connection_in_error_is_checked_even_when_just_used(health_check
             await thread.run(failing)()
         assert await thread.run(_query)()  # Django's recycling checks it (errors occurred) and keeps it: it works
         assert len(health_checks) == 1
+    finally:
+        thread.close_connections()
+
+
+def _backend_pid() -> int:
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.skipif(connections["default"].vendor != "postgresql", reason="the server drops a connection: PostgreSQL (the services run)")
+async def test_a_connection_the_server_dropped_while_idle_is_replaced_before_the_next_job() -> None:
+    from asgiref.sync import sync_to_async
+
+    thread = DbThread("test-db")
+    try:
+        first = await thread.run(_backend_pid)()
+
+        def terminate() -> bool:
+            with connections["default"].cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(%s)", [first])
+                return bool(cursor.fetchone()[0])
+
+        assert await sync_to_async(terminate)()
+        await asyncio.sleep(db_threads.HEALTH_CHECK_BYPASS + 0.1)  # idle: the next job checks, finds it gone, reconnects
+        second = await thread.run(_backend_pid)()
+        assert second != first
     finally:
         thread.close_connections()
