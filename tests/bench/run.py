@@ -207,7 +207,7 @@ class Bench:
         fixed_cpu = {"t1": 0.0, "t100": 0.0}
         fixed_threads: dict[str, dict[str, float]] = {"t1": {}, "t100": {}}
         fixed_n = 0
-        for block in range(self.p["seq_turns"] // 10):
+        for _ in range(self.p["seq_turns"] // 10):
             for key, message in (("t1", "bench:tokens=1"), ("t100", TURN)):
                 c0, th0, conv = app.cpu(), app.cpu_by_thread(), None
                 for _ in range(10):
@@ -232,8 +232,7 @@ class Bench:
         # where a turn's CPU goes: the event loop, the admission thread, the runs' database thread, the rest
         split = thread_split({name: threads1[name] - threads0.get(name, 0.0) for name in threads1}, n)
         out["app"]["cpu_per_turn_by_thread_ms"] = split
-        one = fixed_cpu["t1"] / fixed_n * 1000
-        out["fixed"] = {"turns": fixed_n, "cpu_per_1_token_turn_ms": round(one, 3),
+        out["fixed"] = {"turns": fixed_n, "cpu_per_1_token_turn_ms": round(fixed_cpu["t1"] / fixed_n * 1000, 3),
                         "cpu_per_100_token_turn_ms": round(fixed_cpu["t100"] / fixed_n * 1000, 3),
                         "cpu_per_token_us": round((fixed_cpu["t100"] - fixed_cpu["t1"]) / fixed_n / 99 * 1e6, 2),
                         "cpu_per_1_token_turn_by_thread_ms": thread_split(fixed_threads["t1"], fixed_n)}
