@@ -70,9 +70,11 @@ CREDENTIALS = DbThread("chat-auth")
 # Runs' own writes and reads after the acknowledgement: the assistant message and the plan, text flushes, tool
 # calls and approvals, the final save and the title; never queued behind the requests on Django's shared thread.
 RUNS = DbThread("chat-runs")
+# Readiness probes (/readyz): never queued behind turns' writes or Django's shared thread, one connection.
+PROBES = DbThread("chat-probe")
 
 
 def db_threads_close() -> None:
     """Close the connections of every thread here."""
-    for thread in (ADMISSION, CREDENTIALS, RUNS):
+    for thread in (ADMISSION, CREDENTIALS, RUNS, PROBES):
         thread.close_connections()

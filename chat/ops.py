@@ -11,35 +11,24 @@ import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from chat.auth import user_for_authorization
 from chat.conf import chat_settings
+from chat.db_threads import PROBES
 from chat.metrics import exposition
 from chat.runs import manager
 
 log = logging.getLogger(__name__)
 CHECK_TIMEOUT = 0.8  # seconds per check: a probe must answer within its own 1 s timeout
-# Readiness touches the database from one thread of its own: a probe never queues behind turns' writes on
-# Django's shared sync thread, and it holds exactly one persistent connection.
-_PROBE_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-probe")
 _migrated = False  # once every migration is applied it stays so for the life of the process
 _redis_clients: dict[tuple[int, str], Any] = {}
-
-
-def _on_probe_thread(fn: Callable[[], Any]) -> Awaitable[Any]:
-    def job() -> Any:
-        close_old_connections()
-        return fn()
-
-    return sync_to_async(job, thread_sensitive=False, executor=_PROBE_EXECUTOR)()
 
 
 def _database() -> None:
@@ -97,8 +86,8 @@ async def readyz(request: HttpRequest) -> HttpResponse:
     """GET /readyz: 200 when the database answers, migrations are applied, Redis (when configured) and the run log
     answer; else 503. The body names each check with its outcome and time."""
     checks: dict[str, Callable[[], Awaitable[None]]] = {
-        "database": lambda: _on_probe_thread(_database),
-        "migrations": lambda: _on_probe_thread(_migrations),
+        "database": PROBES.run(_database),
+        "migrations": PROBES.run(_migrations),
         "run_log": _run_log,
     }
     if chat_settings.CHAT_REDIS_URL:

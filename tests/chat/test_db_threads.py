@@ -103,3 +103,13 @@ async def test_a_connection_the_server_dropped_while_idle_is_replaced_before_the
         assert second != first
     finally:
         thread.close_connections()
+
+
+def test_closing_the_database_threads_closes_every_one_the_module_defines(monkeypatch: Any) -> None:
+    """Tests drop their database after closing these; a thread left out holds a session and the drop fails."""
+    closed: list[DbThread] = []
+    monkeypatch.setattr(DbThread, "close_connections", lambda self: closed.append(self))
+    db_threads.db_threads_close()
+    defined = [v for v in vars(db_threads).values() if isinstance(v, DbThread)]
+    assert {t._executor._thread_name_prefix for t in defined} == {"chat-ack", "chat-auth", "chat-runs", "chat-probe"}
+    assert sorted(map(id, closed)) == sorted(map(id, defined))
