@@ -19,21 +19,20 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from tests.bench import frames as frame_sets
 from tests.bench.client import relay_turn, ws_open, ws_turn
-from tests.bench.run import TURN, VAR, app_env, thread_split
+from tests.bench.run import TURN, VAR, ThreadCPU, app_env, prepare_db, thread_split
 from tests.bench.server import ROOT, Server
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
-    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+def _git(*args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
-        raise RuntimeError(f"{args} failed:\n{out.stderr[-3000:]}")
+        raise RuntimeError(f"git {' '.join(args)} failed:\n{out.stderr[-3000:]}")
     return out.stdout
 
 
@@ -83,24 +82,24 @@ async def _compare(servers: dict[str, Server], tokens: dict[str, str], message: 
     for side in ("base", "head", "relay"):  # warm-up
         await block(side, False)
         await block(side, False)
-    cpu = {side: 0.0 for side in socks}
-    threads: dict[str, dict[str, float]] = {"base": {}, "head": {}}
+    apps = {side: ThreadCPU(servers[side]) for side in ("base", "head")}
+    relay_cpu = 0.0  # the relay names no threads: its CPU in all
     for i in range(turns // 10):
         for side in (("base", "head", "relay") if i % 2 else ("head", "base", "relay")):
-            c0 = servers[side].cpu()
-            t0 = servers[side].cpu_by_thread() if side != "relay" else {}
-            await block(side, True)
-            cpu[side] += servers[side].cpu() - c0
-            if side != "relay":
-                for name, v in servers[side].cpu_by_thread().items():
-                    threads[side][name] = threads[side].get(name, 0.0) + v - t0.get(name, 0.0)
+            if side == "relay":
+                c0 = servers["relay"].cpu()
+                await block("relay", True)
+                relay_cpu += servers["relay"].cpu() - c0
+                continue
+            with apps[side].measuring():
+                await block(side, True)
     for ws in socks.values():
         await ws.close()
     n = turns // 10 * 10
-    per = {side: round(cpu[side] / n * 1000, 3) for side in cpu}
+    per = {**{side: round(a.total / n * 1000, 3) for side, a in apps.items()}, "relay": round(relay_cpu / n * 1000, 3)}
     return {
         "turns": n, "message": message, "cpu_per_turn_ms": per,
-        "cpu_per_turn_by_thread_ms": {side: thread_split(threads[side], n) for side in threads},
+        "cpu_per_turn_by_thread_ms": {side: thread_split(a.by_name, n) for side, a in apps.items()},
         "first_event_median_ms": {side: round(statistics.median(v) * 1000, 3) for side, v in first.items() if v},
         "head_over_base": round(per["head"] / per["base"], 3), "over_relay": {s: round(per[s] / per["relay"], 2) for s in ("base", "head")},
     }
@@ -116,18 +115,16 @@ def main() -> None:
     args = ap.parse_args()
     (VAR / "logs").mkdir(parents=True, exist_ok=True)
     os.environ["BENCH_FRAMES_DIR"] = str(VAR / "frames")  # where this process records the frames the relay serves
-    rev = _run(["git", "rev-parse", "--verify", f"{args.base}^{{commit}}"], ROOT).strip()
+    rev = _git("rev-parse", "--verify", f"{args.base}^{{commit}}").strip()
     tree = Path(tempfile.mkdtemp(prefix="pagechat-ab-"))
     servers: dict[str, Server] = {}
     try:
-        _run(["git", "worktree", "add", "--detach", str(tree / "base"), rev], ROOT)
+        _git("worktree", "add", "--detach", str(tree / "base"), rev)
         (tree / "base" / ".venv").symlink_to(ROOT / ".venv")
         tokens: dict[str, str] = {}
         for side, root in (("base", tree / "base"), ("head", ROOT)):
             env = app_env(_database(side, args.pg_url))
-            full = {**os.environ, **env}
-            _run([sys.executable, "manage.py", "migrate", "--noinput"], root, full)
-            tokens[side] = json.loads(_run([sys.executable, "-m", "tests.bench.dbsetup", "users", "1"], root, full).splitlines()[-1])["tokens"][0]
+            tokens[side] = prepare_db(env, users=1, cwd=root)[0]
             servers[side] = Server(f"ab-{side}", "tests.bench.asgi_counting:application", env, VAR / "logs", server=args.server, cwd=root).start()
         servers["relay"] = Server("ab-relay", "tests.bench.baseline_channels:application", {"BENCH_FRAMES_DIR": str(VAR / "frames")},
                                   VAR / "logs").start()

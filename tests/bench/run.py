@@ -20,7 +20,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -66,16 +67,17 @@ def app_env(database_url: str, **extra: str) -> dict[str, str]:
     }
 
 
-def manage(env: dict[str, str], *args: str) -> str:
-    out = subprocess.run([sys.executable, *args], cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+def manage(env: dict[str, str], *args: str, cwd: Path = ROOT) -> str:
+    out = subprocess.run([sys.executable, *args], cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
         raise RuntimeError(f"{args} failed:\n{out.stderr[-3000:]}")
     return out.stdout
 
 
-def prepare_db(env: dict[str, str]) -> list[str]:
-    manage(env, "manage.py", "migrate", "--noinput")
-    return json.loads(manage(env, "-m", "tests.bench.dbsetup", "users", str(N_USERS)).splitlines()[-1])["tokens"]
+def prepare_db(env: dict[str, str], users: int = N_USERS, cwd: Path = ROOT) -> list[str]:
+    """Migrate the database `env` names (with the code at `cwd`) and create `users` bench users; their tokens."""
+    manage(env, "manage.py", "migrate", "--noinput", cwd=cwd)
+    return json.loads(manage(env, "-m", "tests.bench.dbsetup", "users", str(users), cwd=cwd).splitlines()[-1])["tokens"]
 
 
 class CPU:
@@ -87,6 +89,23 @@ class CPU:
 
     def used(self) -> dict[str, float]:
         return {s.name: s.cpu() - self.start[s.name] for s in self.servers}
+
+
+class ThreadCPU:
+    """A counting app server's CPU seconds, in all and by thread name, summed over the stretches measured."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.total = 0.0
+        self.by_name: dict[str, float] = {}
+
+    @contextmanager
+    def measuring(self) -> Iterator[None]:
+        cpu0, threads0 = self.server.cpu(), self.server.cpu_by_thread()
+        yield
+        self.total += self.server.cpu() - cpu0
+        for name, v in self.server.cpu_by_thread().items():
+            self.by_name[name] = self.by_name.get(name, 0.0) + v - threads0.get(name, 0.0)
 
 
 def thread_split(cpu_by_thread: dict[str, float], turns: int) -> dict[str, float]:
@@ -204,17 +223,14 @@ class Bench:
             self.profile_save(app, "app-sequential")
         # The fixed part of a turn: the same turns with a 1-token answer (interleaved with 100-token ones, so both
         # see the same machine); the difference over 99 tokens is the cost of one more token.
-        fixed_cpu = {"t1": 0.0, "t100": 0.0}
-        fixed_threads: dict[str, dict[str, float]] = {"t1": {}, "t100": {}}
+        fixed = {"t1": ThreadCPU(app), "t100": ThreadCPU(app)}
         fixed_n = 0
         for _ in range(self.p["seq_turns"] // 10):
             for key, message in (("t1", "bench:tokens=1"), ("t100", TURN)):
-                c0, th0, conv = app.cpu(), app.cpu_by_thread(), None
-                for _ in range(10):
-                    conv = (await ws_turn(ws_app, message, conv)).conversation_id
-                fixed_cpu[key] += app.cpu() - c0
-                for name, v in app.cpu_by_thread().items():
-                    fixed_threads[key][name] = fixed_threads[key].get(name, 0.0) + v - th0.get(name, 0.0)
+                conv = None
+                with fixed[key].measuring():
+                    for _ in range(10):
+                        conv = (await ws_turn(ws_app, message, conv)).conversation_id
             fixed_n += 10
         for ws in (ws_app, ws_ch, ws_asgi):
             await ws.close()
@@ -232,10 +248,10 @@ class Bench:
         # where a turn's CPU goes: the event loop, the admission thread, the runs' database thread, the rest
         split = thread_split({name: threads1[name] - threads0.get(name, 0.0) for name in threads1}, n)
         out["app"]["cpu_per_turn_by_thread_ms"] = split
-        out["fixed"] = {"turns": fixed_n, "cpu_per_1_token_turn_ms": round(fixed_cpu["t1"] / fixed_n * 1000, 3),
-                        "cpu_per_100_token_turn_ms": round(fixed_cpu["t100"] / fixed_n * 1000, 3),
-                        "cpu_per_token_us": round((fixed_cpu["t100"] - fixed_cpu["t1"]) / fixed_n / 99 * 1e6, 2),
-                        "cpu_per_1_token_turn_by_thread_ms": thread_split(fixed_threads["t1"], fixed_n)}
+        out["fixed"] = {"turns": fixed_n, "cpu_per_1_token_turn_ms": round(fixed["t1"].total / fixed_n * 1000, 3),
+                        "cpu_per_100_token_turn_ms": round(fixed["t100"].total / fixed_n * 1000, 3),
+                        "cpu_per_token_us": round((fixed["t100"].total - fixed["t1"].total) / fixed_n / 99 * 1e6, 2),
+                        "cpu_per_1_token_turn_by_thread_ms": thread_split(fixed["t1"].by_name, fixed_n)}
         a, b = out["app"], out["asgi"]
         out["server_added"] = {k: round(a[k] - b[k], 2) for k in ("first_event_p50_ms", "first_event_p99_ms", "first_text_p50_ms", "first_text_p99_ms")}
         out["sse_server_added"] = {k: round(out["sse"][k] - b[k], 2) for k in ("first_event_p50_ms", "first_event_p99_ms", "first_text_p50_ms", "first_text_p99_ms")}
