@@ -9,12 +9,14 @@ the connection's cursor, so execute wrappers (tracing, query counting) still see
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from django.db import connections, router
-from django.db.models import Field, Model
+from django.db.models import NOT_PROVIDED, DateField, DateTimeField, Field, Model
 from django.db.models.signals import post_save, pre_save
+from django.utils import timezone
 
 
 def row_insert[M: Model](obj: M) -> M:
@@ -41,6 +43,46 @@ def row_insert[M: Model](obj: M) -> M:
     obj._state.adding = False
     obj._state.db = alias
     return obj
+
+
+def row_create(model: type[Model], values: Mapping[str, Any]) -> Any:
+    """Insert a row of `model` as `model(**values).save(force_insert=True)` would and return its primary key, without
+    building the instance: `values` maps field names (attnames for foreign keys) to values, the other fields take
+    their defaults. A model that `row_insert` would save through the ORM, or with a field whose `pre_save` does more
+    than `auto_now(_add)`, is saved through `row_insert`."""
+    alias = router.db_for_write(model)
+    plan = _create_plan(model, alias)
+    if plan is None or pre_save.has_listeners(model) or post_save.has_listeners(model):
+        return row_insert(model(**values)).pk
+    unknown = values.keys() - plan.names
+    if unknown:
+        raise TypeError(f"{model.__name__} has no field {sorted(unknown)[0]!r} (foreign keys by attname)")
+    conn = connections[alias]
+    now: Any = None  # one instant, prepared once, for every auto_now(_add) field of the row (save() reads the clock per field)
+    params: list[Any] = []
+    pk = None
+    for field, kind, const in plan.fields:
+        if field.attname in values:
+            value = values[field.attname]
+        elif kind == _CONST:
+            params.append(const)
+            continue
+        elif kind == _NOW:
+            if now is None:
+                now = field.get_db_prep_save(timezone.now(), connection=conn)
+            params.append(now)
+            continue
+        else:
+            value = field.get_default()
+        if field.primary_key:
+            pk = value
+        params.append(field.get_db_prep_save(value, connection=conn))
+    with conn.cursor() as cursor:
+        cursor.execute(plan.sql, params)
+        if plan.auto is not None:
+            pk = cursor.fetchone()[0] if conn.features.can_return_columns_from_insert else conn.ops.last_insert_id(
+                cursor, model._meta.db_table, str(plan.auto.column))
+    return pk
 
 
 def row_update(model: type[Model], pk: Any, where: Mapping[str, Any], values: Mapping[str, Any]) -> int:
@@ -92,6 +134,40 @@ def _insert_sql(model: type[Model], alias: str) -> tuple[str, list[Field[Any, An
     if auto is not None and conn.features.can_return_columns_from_insert:
         sql += f" RETURNING {_col(alias, auto)}"
     return sql, fields, auto
+
+
+_CONST, _NOW, _DEFAULT = 0, 1, 2  # a field's value when not given: prepared once; the row's instant; get_default()
+
+
+@dataclass(frozen=True)
+class _CreatePlan:
+    sql: str
+    fields: list[tuple[Field[Any, Any], int, Any]]  # (field, kind, prepared default for _CONST)
+    auto: Field[Any, Any] | None
+    names: frozenset[str]
+
+
+@cache
+def _create_plan(model: type[Model], alias: str) -> _CreatePlan | None:
+    """How `row_create` builds each column's value; None when a field's `pre_save` or default needs the ORM."""
+    conn = connections[alias]
+    sql, fields, auto = _insert_sql(model, alias)
+    plan: list[tuple[Field[Any, Any], int, Any]] = []
+    for f in fields:
+        if f.db_default is not NOT_PROVIDED or type(f).pre_save not in _PLAIN_PRE_SAVE:
+            return None
+        if isinstance(f, DateField) and (f.auto_now or f.auto_now_add):
+            if not isinstance(f, DateTimeField):
+                return None  # a date, not an instant: the ORM's job
+            plan.append((f, _NOW, None))
+        elif f.has_default() and callable(f.default) and f.default not in (list, dict):
+            plan.append((f, _DEFAULT, None))  # uuid4, timezone.now, ...: a fresh value per row
+        else:  # a constant (an empty list or dict is the same JSON every time): prepared once
+            plan.append((f, _CONST, f.get_db_prep_save(f.get_default(), connection=conn)))
+    return _CreatePlan(sql, plan, auto, frozenset(f.attname for f in fields))
+
+
+_PLAIN_PRE_SAVE = (Field.pre_save, DateField.pre_save, DateTimeField.pre_save)
 
 
 @cache

@@ -30,7 +30,7 @@ from chat.limits import limiter
 from chat.models import Conversation, Message, Run, UsedActionToken, action_stat_count
 from chat.providers.base import Provider
 from chat.providers.factory import provider_get
-from chat.rows import row_insert, row_values
+from chat.rows import row_create, row_values
 from chat.runs import PROCESS_ID, manager
 from chat.runs.store import runs_sweep
 from chat.turns.clients import NO_EXTRAS, AnsweredCall, TurnExtras
@@ -288,29 +288,31 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
         answered = _client_calls_answered(conversation, extras)
         created = conversation is None
         if conversation is None:
-            page = str(frame.context.get("current_page") or "")[:100]
-            conversation = row_insert(Conversation(owner=user, title=title_initial(frame.message), page=page, thread_id=extras.thread_id))
-        user_msg = row_insert(Message(
-            conversation=conversation, role=Message.Role.USER, content=frame.message,
-            interaction_type="tool_result" if answered else frame.interaction_type, context=frame.context,
-            action_metadata=public_action_metadata(frame), client_message_id=frame.client_message_id,
-            provider_messages=[{"role": "user", "content": [
+            conversation_id = row_create(Conversation, {
+                "owner_id": user.pk, "title": title_initial(frame.message), "page": str(frame.context.get("current_page") or "")[:100],
+                "thread_id": extras.thread_id})
+        else:
+            conversation_id = conversation.pk
+        user_message_id = row_create(Message, {
+            "conversation_id": conversation_id, "role": Message.Role.USER, "content": frame.message,
+            "interaction_type": "tool_result" if answered else frame.interaction_type, "context": frame.context,
+            "action_metadata": public_action_metadata(frame), "client_message_id": frame.client_message_id,
+            "provider_messages": [{"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": a.tool_use_id, "content": a.output} for a in answered
             ]}] if answered else [],
-        ))
+        })
         if frame.attachments:  # the sender's unsent uploads become this message's (else not_found: nothing is stored)
-            attachments_claim(user=user, ids=frame.attachments, message=user_msg)
-        run = row_insert(Run(
-            conversation=conversation, user_message=user_msg, provider=provider.name,
-            model=provider.model_name(chat_settings.CHAT_MODEL)[:100],
-            owner_process=PROCESS_ID, heartbeat_at=timezone.now(),
-        ))
+            attachments_claim(user=user, ids=frame.attachments, message=Message(pk=user_message_id, conversation_id=conversation_id))
+        run_id = str(row_create(Run, {
+            "conversation_id": conversation_id, "user_message_id": user_message_id, "provider": provider.name,
+            "model": provider.model_name(chat_settings.CHAT_MODEL)[:100], "owner_process": PROCESS_ID, "heartbeat_at": timezone.now(),
+        }))
         if frame.interaction_type == "action_executed" and frame.action_metadata is not None:
             action_stat_count(page=page_of(frame).name, action=frame.action_metadata.action_identifier,
                               fields=("clicked", "rejected") if refusal else ("clicked",))
-    record = TurnRecord(run_id=str(run.pk), conversation_id=conversation.pk, user_message_id=user_msg.pk, conversation_created=created,
+    record = TurnRecord(run_id=run_id, conversation_id=conversation_id, user_message_id=user_message_id, conversation_created=created,
                         client_tools=extras.client_tools, answered_calls=answered, action_refusal=refusal)
-    return TurnStarted(run_id=str(run.pk), conversation_id=conversation.pk, created=True), record
+    return TurnStarted(run_id=run_id, conversation_id=conversation_id, created=True), record
 
 
 def _conversation_owned(user: User, conversation_id: int) -> Conversation | None:

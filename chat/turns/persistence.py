@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from chat.errors import ErrorCode
 from chat.models import Conversation, Message, PendingApproval, Run, ToolCall, action_stat_count
-from chat.rows import row_insert, row_update
+from chat.rows import row_create, row_update
 from chat.turns.clients import AnsweredCall, ClientTool
 
 # A run's terminal status -> its assistant message's status.
@@ -66,10 +66,10 @@ class TurnOutcome:
 
 def assistant_message_create(*, record: TurnRecord) -> int:
     """The (streaming) assistant message the turn's text is flushed into."""
-    record.assistant_message_id = row_insert(Message(
-        conversation_id=record.conversation_id, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING,
-        run_id=record.run_id,
-    )).pk
+    record.assistant_message_id = row_create(Message, {
+        "conversation_id": record.conversation_id, "role": Message.Role.ASSISTANT, "status": Message.Status.STREAMING,
+        "run_id": record.run_id,
+    })
     return record.assistant_message_id
 
 
