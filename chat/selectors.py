@@ -145,7 +145,7 @@ def run_stream_ended(*, run: Run, after_seq: int) -> bool:
 
 
 async def run_assistant_message_id(*, run_id: str) -> int | None:
-    """The run's assistant message (created when the run starts working; None before that)."""
+    """The run's assistant message (stored with the run at admission; None for an unknown run)."""
     return await Message.objects.filter(run_id=run_id, role=Message.Role.ASSISTANT).values_list("pk", flat=True).afirst()
 
 

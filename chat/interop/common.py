@@ -25,7 +25,7 @@ async def run_events(*, user: Any, run_id: str) -> AsyncIterator[dict[str, Any]]
 
 
 async def assistant_message_id(run_id: str) -> str:
-    """The id of the run's stored assistant message (created as soon as the run starts working), as a string."""
+    """The id of the run's stored assistant message (stored with the run at admission), as a string."""
     pk = await selectors.run_assistant_message_id(run_id=run_id)
     return str(pk) if pk is not None else f"run-{run_id}"
 

@@ -1,6 +1,7 @@
 """Admitting a message: limits, ownership, the server-action token, idempotent resends; then its run starts.
 
-The acknowledgement (the run's first event, `status`) waits only for the user message and its run row.
+The acknowledgement (the run's first event, `status`) waits only for the user message, its run and the (empty,
+streaming) assistant message the run answers into: one transaction.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from chat.rows import row_create, row_values
 from chat.runs import PROCESS_ID, manager
 from chat.runs.store import runs_sweep
 from chat.turns.clients import NO_EXTRAS, AnsweredCall, TurnExtras
-from chat.turns.persistence import TurnRecord
+from chat.turns.persistence import TurnRecord, assistant_message_create
 from chat.turns.planning import page_of, public_action_metadata
 from chat.turns.titles import title_initial
 from chat.turns.work import turn_execute
@@ -186,9 +187,10 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
                 model=chat_settings.CHAT_MODEL if not provider.is_offline else "offline",
                 owner_process=PROCESS_ID, heartbeat_at=timezone.now(),
             )
+            answer_id = assistant_message_create(conversation_id=conversation.pk, run_id=str(run.pk))
     except IntegrityError:  # the conversation's one running run
         raise Busy() from None
-    record = TurnRecord(run_id=str(run.pk), conversation_id=conversation.pk, user_message_id=question.pk)
+    record = TurnRecord(run_id=str(run.pk), conversation_id=conversation.pk, user_message_id=question.pk, assistant_message_id=answer_id)
     return TurnStarted(run_id=str(run.pk), conversation_id=conversation.pk, created=True), record, frame
 
 
@@ -307,11 +309,14 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
             "conversation_id": conversation_id, "user_message_id": user_message_id, "provider": provider.name,
             "model": provider.model_name(chat_settings.CHAT_MODEL)[:100], "owner_process": PROCESS_ID, "heartbeat_at": timezone.now(),
         }))
+        # in the same transaction: one commit fewer than storing it from the run, and the id standard clients'
+        # streams start with (AG-UI, the AI SDK) exists from the acknowledgement on
+        answer_id = assistant_message_create(conversation_id=conversation_id, run_id=run_id)
         if frame.interaction_type == "action_executed" and frame.action_metadata is not None:
             action_stat_count(page=page_of(frame).name, action=frame.action_metadata.action_identifier,
                               fields=("clicked", "rejected") if refusal else ("clicked",))
     record = TurnRecord(run_id=run_id, conversation_id=conversation_id, user_message_id=user_message_id, conversation_created=created,
-                        client_tools=extras.client_tools, answered_calls=answered, action_refusal=refusal)
+                        assistant_message_id=answer_id, client_tools=extras.client_tools, answered_calls=answered, action_refusal=refusal)
     return TurnStarted(run_id=run_id, conversation_id=conversation_id, created=True), record
 
 

@@ -31,9 +31,9 @@ class TurnRecord:
     run_id: str
     conversation_id: int
     user_message_id: int
+    assistant_message_id: int  # stored at admission, with the run, empty and streaming
     conversation_created: bool = False
     action_refusal: str | None = None  # a server action that is answered with this reason instead of run
-    assistant_message_id: int | None = None  # created by the run itself, off the acknowledgement's path
     started: float = field(default_factory=time.perf_counter)
     client_tools: tuple[ClientTool, ...] = ()  # offered to the model; a call to one ends the run
     answered_calls: list[AnsweredCall] = field(default_factory=list)  # the client's answers this run continues from
@@ -64,13 +64,11 @@ class TurnOutcome:
     offered_actions: list[str] = field(default_factory=list)  # server actions offered as buttons (analytics)
 
 
-def assistant_message_create(*, record: TurnRecord) -> int:
-    """The (streaming) assistant message the turn's text is flushed into."""
-    record.assistant_message_id = row_create(Message, {
-        "conversation_id": record.conversation_id, "role": Message.Role.ASSISTANT, "status": Message.Status.STREAMING,
-        "run_id": record.run_id,
-    })
-    return record.assistant_message_id
+def assistant_message_create(*, conversation_id: int, run_id: str) -> int:
+    """The (streaming) assistant message the run's text is flushed into (stored at admission, with its run)."""
+    return int(row_create(Message, {
+        "conversation_id": conversation_id, "role": Message.Role.ASSISTANT, "status": Message.Status.STREAMING, "run_id": run_id,
+    }))
 
 
 def assistant_message_flush(*, message_id: int, content: str, provider_messages: list[dict[str, Any]]) -> None:
@@ -117,10 +115,6 @@ def turn_persist(*, record: TurnRecord, outcome: TurnOutcome) -> None:
         if record.tools_started:  # started but never finished (cancelled or interrupted mid-tool): never run again
             ToolCall.objects.filter(run_id=record.run_id, status=ToolCall.Status.STARTED).update(
                 status=ToolCall.Status.INTERRUPTED, error=TOOL_INTERRUPTED)
-        if record.assistant_message_id is None:  # the run ended before it got to create its message
-            record.assistant_message_id = Message.objects.create(
-                conversation_id=record.conversation_id, role=Message.Role.ASSISTANT, status=msg_status, run_id=record.run_id,
-            ).pk
         finished = row_update(Run, record.run_id, {"status": Run.Status.RUNNING}, {
             "status": outcome.status, "assistant_message": record.assistant_message_id, "input_tokens": outcome.usage["input_tokens"],
             "output_tokens": outcome.usage["output_tokens"], "cache_read_tokens": outcome.usage.get("cache_read_tokens", 0),

@@ -176,7 +176,7 @@ class Turn:
         self.record.tools_started = True  # before the write: a crash between the two must still close the call
         await RUNS.run(persistence.tool_call_started)(
             run_id=self.record.run_id, index=index, tool_use_id=tool_use_id, name=name, tool_input=tool_input)
-        if self.pipe is not None and self.record.assistant_message_id is not None:
+        if self.pipe is not None:
             self.pipe.flush()
             if self.flush_task is not None and not self.flush_task.done():
                 with contextlib.suppress(Exception):
@@ -214,7 +214,7 @@ class Turn:
     async def _flush(self, upto: int, seq: int) -> None:
         """Append the emitted chunks not yet saved (up to chunk `upto`) to the message; one flush runs at a time."""
         message_id = self.record.assistant_message_id
-        if message_id is None or self.pipe is None:  # nothing to flush into yet (the final save creates the message)
+        if self.pipe is None:  # the run has not started streaming
             return
         # other processes' followers must be able to read these events before the database holds their text
         await self.handle.wait_durable(seq, timeout=2.0)
@@ -266,9 +266,9 @@ class Turn:
 
     # -- the run --
     def _prepare(self) -> TurnPlan:
-        """Create the (streaming) assistant message, then assemble the model call; one thread hop."""
-        message_id = persistence.assistant_message_create(record=self.record)
-        return turn_plan_build(user=self.user, conversation_id=self.record.conversation_id, frame=self.frame, upto_message_id=message_id,
+        """Assemble the model call (its history reads up to the run's assistant message); one thread hop."""
+        return turn_plan_build(user=self.user, conversation_id=self.record.conversation_id, frame=self.frame,
+                               upto_message_id=self.record.assistant_message_id,
                                client_tools=self.record.client_tools, new_conversation=self.record.conversation_created,
                                user_message_id=self.record.user_message_id, provider=self.provider)
 
