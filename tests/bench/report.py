@@ -65,7 +65,14 @@ def bars(r: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
         u, dd = sv["uvicorn"], sv["daphne"]
         rows.append(("Server CPU per event, coalescing off, on uvicorn (the production server)", f"{u['throughput']['cpu_per_event_us']} us (daphne {dd['throughput']['cpu_per_event_us']} us)", "<= 30 us", u["throughput"]["cpu_per_event_us"] <= 30))
         rows.append(("Server-added time to first event, p99, 50 concurrent, uvicorn", f"{u['concurrent_50']['first_event_p99_ms']} ms (daphne {dd['concurrent_50']['first_event_p99_ms']} ms; client-side, including the bare transport)", "<= 25 ms", u["concurrent_50"]["first_event_p99_ms"] <= 25))
-    if s and sv:
+    if sv and "over_relay" in sv["uvicorn"]["sequential"]:  # each server against the relay on the same server
+        sd, su = sv["daphne"]["sequential"], sv["uvicorn"]["sequential"]
+        seq_note = f"; sequential scenario, daphne: {s['cpu_per_turn_ratio_app_channels']}x" if s else ""
+        rows.append(("Server CPU per 100-token turn (production configuration) / bare Channels relay on the same server",
+                     f"{sd['over_relay']}x on daphne, {su['over_relay']}x on uvicorn ({sd['cpu_per_turn_ms']} / {sd['relay_cpu_per_turn_ms']} ms, "
+                     f"{su['cpu_per_turn_ms']} / {su['relay_cpu_per_turn_ms']} ms{seq_note})", "<= 2x",
+                     max(sd["over_relay"] or 99, su["over_relay"] or 99) <= 2))
+    elif s and sv:  # results written before the servers scenario ran the relay on both servers
         bare = s["channels"]["cpu_per_turn_ms"]
         rows.append(("Server CPU per 100-token turn (production configuration) / bare Channels relay", f"{ratio(s['app']['cpu_per_turn_ms'], bare)}x on daphne, {ratio(sv['uvicorn']['sequential']['cpu_per_turn_ms'], bare)}x on uvicorn ({s['app']['cpu_per_turn_ms']} / {sv['uvicorn']['sequential']['cpu_per_turn_ms']} / {bare} ms)", "<= 2x", (ratio(sv['uvicorn']['sequential']['cpu_per_turn_ms'], bare) or 99) <= 2))
     cap = r.get("capacity")
@@ -190,7 +197,8 @@ def markdown(meta: dict[str, Any], r: dict[str, Any]) -> str:
               "|---|---|---|---|---|---|"]
         for name in ("daphne", "uvicorn"):
             x = sv[name]
-            L.append(f"| {name} | {x['sequential']['cpu_per_turn_ms']} ms | {x['sequential']['first_event_p50_ms']} / {x['sequential']['first_event_p99_ms']} ms | "
+            relay = f" (bare Channels relay {x['sequential']['relay_cpu_per_turn_ms']} ms, {x['sequential']['over_relay']}x)" if "over_relay" in x["sequential"] else ""
+            L.append(f"| {name} | {x['sequential']['cpu_per_turn_ms']} ms{relay} | {x['sequential']['first_event_p50_ms']} / {x['sequential']['first_event_p99_ms']} ms | "
                      f"{x['throughput']['cpu_per_event_us']} us | {x['throughput']['events_per_s_median']} | {x['concurrent_50']['first_event_p99_ms']} ms |")
         q = sv["ratio_uvicorn_daphne"]
         L.append(f"\nuvicorn / daphne: CPU per turn {q['cpu_per_turn']}x, CPU per event {q['cpu_per_event']}x, first-event p99 at 50 concurrent {q['first_event_p99_50']}x.")

@@ -545,7 +545,8 @@ class Bench:
 
     # -- 8. the same app on daphne and on uvicorn --
     async def servers_compare(self) -> None:
-        """Sequential 100-token turns, one uncoalesced stream and 50 concurrent paced conversations on both servers."""
+        """Sequential 100-token turns (beside the bare Channels relay on the same server), one uncoalesced stream and
+        50 concurrent paced conversations on both servers."""
         out: dict[str, Any] = {}
         started: list[Server] = []
         try:
@@ -554,17 +555,29 @@ class Bench:
                     env = app_env(self.db_url) if not coalesce else app_env(self.db_url, CHAT_COALESCE_WINDOW="0")
                     srv = Server(f"{name}{suffix}", "tests.bench.asgi_counting:application", env, VAR / "logs", server=name).start()
                     started.append(srv)
+            # the bare Channels relay on each server: the 100-token-turn bar compares the app with the relay on the
+            # same server (uvicorn's transport costs less per frame than daphne's). Plain `--ws websockets`: the
+            # product's protocol class only adds its frame limit.
+            relay_env = {"BENCH_FRAMES_DIR": str(VAR / "frames")}
+            started.append(Server("relay_daphne", "tests.bench.baseline_channels:application", relay_env, VAR / "logs").start())
+            started.append(Server("relay_uvicorn", "", relay_env, VAR / "logs", command=[
+                sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", "{port}", "--loop", "uvloop", "--http", "httptools",
+                "--ws", "websockets", "--no-access-log", "--log-level", "warning", "--lifespan", "off",
+                "tests.bench.baseline_channels:application"]).start())
             self.extra_servers = started
             by = {s.name: s for s in started}
             for name in ("daphne", "uvicorn"):
                 out[name] = {}
+            await self.record(by["uvicorn"], self.tokens[7], "servers100", TURN)
             # sequential turns, interleaved in blocks of 10
             socks = {k: await ws_open(by[k].ws_url, self.tokens[7]) for k in ("daphne", "uvicorn")}
+            relays = {k: await ws_open(by[f"relay_{k}"].ws_url) for k in ("daphne", "uvicorn")}
             seq: dict[str, list[Turn]] = {"daphne": [], "uvicorn": []}
-            cpu: dict[str, float] = {"daphne": 0.0, "uvicorn": 0.0}
+            cpu: dict[str, float] = {"daphne": 0.0, "uvicorn": 0.0, "relay_daphne": 0.0, "relay_uvicorn": 0.0}
             for k in socks:
                 for _ in range(5):
                     await ws_turn(socks[k], TURN, None)
+                    await relay_turn(relays[k], "servers100")
             for _ in range(max(1, self.p["srv_turns"] // 10)):
                 for k in ("daphne", "uvicorn"):
                     c0 = by[k].cpu()
@@ -574,9 +587,18 @@ class Bench:
                         conv = t.conversation_id
                     await asyncio.sleep(0.05)
                     cpu[k] += by[k].cpu() - c0
+                for k in ("daphne", "uvicorn"):
+                    c0 = by[f"relay_{k}"].cpu()
+                    for _ in range(10):
+                        assert (await relay_turn(relays[k], "servers100")).ok
+                    await asyncio.sleep(0.05)
+                    cpu[f"relay_{k}"] += by[f"relay_{k}"].cpu() - c0
             for k in socks:
                 await socks[k].close()
-                out[k]["sequential"] = {**latency(seq[k]), **integrity(seq[k]), "cpu_per_turn_ms": round(cpu[k] / len(seq[k]) * 1000, 2)}
+                await relays[k].close()
+                app_ms, relay_ms = round(cpu[k] / len(seq[k]) * 1000, 2), round(cpu[f"relay_{k}"] / len(seq[k]) * 1000, 2)
+                out[k]["sequential"] = {**latency(seq[k]), **integrity(seq[k]), "cpu_per_turn_ms": app_ms,
+                                        "relay_cpu_per_turn_ms": relay_ms, "over_relay": ratio(app_ms, relay_ms)}
             # one uncoalesced stream: CPU per event and rate
             n = self.p["srv_tput_tokens"]
             socks = {k: await ws_open(by[f"{k}_raw"].ws_url, self.tokens[8]) for k in ("daphne", "uvicorn")}
