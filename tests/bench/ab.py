@@ -6,9 +6,9 @@
 Checks `<rev>` out into a temporary git worktree (sharing this checkout's .venv, so both sides run on the same
 packages), gives each side its own database (SQLite files, or two databases created on the PostgreSQL server named
 by --pg-url and dropped afterwards) and server process, and runs sequential turns (a new conversation every 10, as
-in the sequential scenario) in blocks of 10 that alternate base, head and relay. Prints server CPU per turn (by
-thread), the first event's median and the head/base ratio. On this shared machine, two runs of the same code
-differ by about 1%; changes smaller than that need more turns or several runs.
+in the sequential scenario) in blocks of 10 that alternate base, head and the relay (on the same server as the app).
+Prints server CPU per turn (by thread), the first event's median and the head/base ratio. On this shared machine,
+two runs of the same code differ by about 1%; changes smaller than that need more turns or several runs.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import Any
 from tests.bench import frames as frame_sets
 from tests.bench.client import relay_turn, ws_open, ws_turn
 from tests.bench.run import TURN, VAR, ThreadCPU, app_env, prepare_db, thread_split
-from tests.bench.server import ROOT, Server
+from tests.bench.server import ROOT, Server, relay_server
 
 
 def _git(*args: str) -> str:
@@ -126,8 +126,7 @@ def main() -> None:
             env = app_env(_database(side, args.pg_url))
             tokens[side] = prepare_db(env, users=1, cwd=root)[0]
             servers[side] = Server(f"ab-{side}", "tests.bench.asgi_counting:application", env, VAR / "logs", server=args.server, cwd=root).start()
-        servers["relay"] = Server("ab-relay", "tests.bench.baseline_channels:application", {"BENCH_FRAMES_DIR": str(VAR / "frames")},
-                                  VAR / "logs").start()
+        servers["relay"] = relay_server("ab-relay", VAR / "logs", VAR / "frames", server=args.server).start()
         out = asyncio.run(_compare(servers, tokens, args.message, args.turns))
     finally:
         for srv in servers.values():

@@ -29,7 +29,7 @@ from tests.bench import frames as frame_sets
 from tests.bench.client import Turn, integrity, latency, ms, pct, read_run, relay_turn, send_frame, sse_turn, ws_open, ws_turn
 from tests.bench.peer import ChainlitClient, chainlit_server, chainlit_venv
 from tests.bench.report import bars, markdown, ratio, readme_write, verdict
-from tests.bench.server import ROOT, Server, machine_busy, own_cpu
+from tests.bench.server import ROOT, Server, machine_busy, own_cpu, relay_server
 from tests.bench.words import answer_text
 
 VAR = ROOT / "var" / "bench"
@@ -556,14 +556,9 @@ class Bench:
                     srv = Server(f"{name}{suffix}", "tests.bench.asgi_counting:application", env, VAR / "logs", server=name).start()
                     started.append(srv)
             # the bare Channels relay on each server: the 100-token-turn bar compares the app with the relay on the
-            # same server (uvicorn's transport costs less per frame than daphne's). Plain `--ws websockets`: the
-            # product's protocol class only adds its frame limit.
-            relay_env = {"BENCH_FRAMES_DIR": str(VAR / "frames")}
-            started.append(Server("relay_daphne", "tests.bench.baseline_channels:application", relay_env, VAR / "logs").start())
-            started.append(Server("relay_uvicorn", "", relay_env, VAR / "logs", command=[
-                sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", "{port}", "--loop", "uvloop", "--http", "httptools",
-                "--ws", "websockets", "--no-access-log", "--log-level", "warning", "--lifespan", "off",
-                "tests.bench.baseline_channels:application"]).start())
+            # same server (uvicorn's transport costs less per frame than daphne's)
+            for name in ("daphne", "uvicorn"):
+                started.append(relay_server(f"relay_{name}", VAR / "logs", VAR / "frames", server=name).start())
             self.extra_servers = started
             by = {s.name: s for s in started}
             for name in ("daphne", "uvicorn"):

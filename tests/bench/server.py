@@ -79,6 +79,17 @@ SERVER_COMMANDS: dict[str, list[str]] = {
 }
 
 
+def relay_server(name: str, log_dir: Path, frames_dir: Path, server: str = "daphne") -> Server:
+    """The bare Channels relay (the baseline) on `server`, serving the frame sets recorded in `frames_dir` (on uvicorn
+    with plain `--ws websockets`: the product's protocol class only adds its frame limit)."""
+    app, env = "tests.bench.baseline_channels:application", {"BENCH_FRAMES_DIR": str(frames_dir)}
+    if server == "daphne":
+        return Server(name, app, env, log_dir)
+    ws = "chat.wsserver:UvicornWebSocketProtocol"
+    command = [sys.executable, *("websockets" if a == ws else app if a == "{app}" else a for a in SERVER_COMMANDS[server])]
+    return Server(name, app, env, log_dir, server=server, command=command)
+
+
 class Server:
     """One server process (daphne, or uvicorn) serving `app` (a dotted `module:attr`), logging to `log_dir/<name>.log`."""
 
