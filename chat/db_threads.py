@@ -63,12 +63,13 @@ class DbThread:
         self._executor.submit(connections.close_all).result(timeout=10)
 
 
-# Admissions: the acknowledgement waits for the stored message and run (one writer, in arrival order).
+# Admissions: the acknowledgement waits for the stored message, its run and the empty answer (one writer, in
+# arrival order).
 ADMISSION = DbThread("chat-ack")
 # Credential checks before every send: reads, so they never wait for an admission's write either.
 CREDENTIALS = DbThread("chat-auth")
-# Runs' own writes and reads after the acknowledgement: the assistant message and the plan, text flushes, tool
-# calls and approvals, the final save and the title; never queued behind the requests on Django's shared thread.
+# Runs' own writes and reads after the acknowledgement: the plan, text flushes, tool calls and approvals, the
+# final save and the title; never queued behind the requests on Django's shared thread.
 RUNS = DbThread("chat-runs")
 # Readiness probes (/readyz): never queued behind turns' writes or Django's shared thread, one connection.
 PROBES = DbThread("chat-probe")

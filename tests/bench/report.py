@@ -128,7 +128,7 @@ def markdown(meta: dict[str, Any], r: dict[str, Any]) -> str:
         split = s["app"].get("cpu_per_turn_by_thread_ms")
         if split:  # results from before the split was measured have none
             L.append("The app's server CPU per turn by thread: " + ", ".join(f"{k} {v} ms" for k, v in split.items())
-                     + " (chat-ack stores the message and run before the acknowledgement; chat-runs holds the run's own database work).")
+                     + " (chat-ack stores the message, its run and the empty answer before the acknowledgement; chat-runs holds the run's own database work).")
         f = s.get("fixed")
         if f:  # where the 100-token turn's CPU goes: a fixed part per turn, and a part per token
             L.append(f"A turn's fixed cost: a 1-token turn costs {f['cpu_per_1_token_turn_ms']} ms of server CPU ("
