@@ -12,21 +12,13 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html_join
 from django.utils.translation import gettext, gettext_lazy as _, ngettext
 
 from chat.attachments import attachment_summary
+from chat.display import pretty
 from chat.models import ActionStat, Conversation, Message, PendingApproval, Run, ToolCall
 from chat.retention import conversation_export, user_conversations_remove
-
-
-def pretty(value: Any, limit: int = 200_000) -> str:
-    """JSON/text shown escaped in a <pre> (model output is untrusted)."""
-    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    if len(text) > limit:
-        text = text[:limit] + "\n" + gettext("… (truncated)")
-    return format_html('<pre style="white-space:pre-wrap;max-height:40em;overflow:auto">{}</pre>', text)
-
 
 _MESSAGE_INLINE_FIELDS: tuple[str, ...] = (
     "role", "status", "interaction_type", "content", "suggested_values", "suggested_actions", "custom_payload", "created_at")

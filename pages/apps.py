@@ -14,10 +14,13 @@ class PagesConfig(AppConfig):
     def ready(self) -> None:
         from django.utils.module_loading import autodiscover_modules
 
+        from chat.places import places_set
         from pages import checks  # noqa: F401  (registers system checks)
+        from pages.registry import registry
 
         # One discovery module per app: `<app>/assistant.py` registers its tools, payload types and pages.
         autodiscover_modules(DISCOVERY_MODULE)
+        places_set(registry)  # tools' and payloads' admin pages show where pages use them
         post_migrate.connect(_sync, sender=self)
         _clear_staff_settings_on_change()
 

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from chat.registration import Duplicate, caller_origin
 
 logger = logging.getLogger(__name__)
 # Unknown page names come from browsers: remember a bounded number so each is logged once, memory stays bounded.
@@ -129,23 +130,6 @@ BUILTIN_CLIENT_ACTIONS: tuple[ClientAction, ...] = (
 DEFAULT_PAGE = PageSpec(name="default")
 
 
-@dataclass(frozen=True)
-class Duplicate:
-    """A second page under a taken name: not registered, reported by a system check (pages.E005)."""
-
-    name: str
-    first: str
-    second: str
-
-
-def caller_origin() -> str:
-    """`file:line` of the code that called into this module (the registration site)."""
-    frame = sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-
-
 class PageRegistry:
     """Pages by name; `get()` of an unknown page gives the default page (and logs a warning once per name)."""
 
@@ -157,7 +141,7 @@ class PageRegistry:
 
     def register(self, spec: PageSpec, *, origin: str | None = None) -> PageSpec:
         """Add a page; another page under a taken name from elsewhere is recorded in `duplicates`, not added."""
-        origin = origin or caller_origin()
+        origin = origin or caller_origin(__file__)
         known = self._pages.get(spec.name)
         if known is not None and known is not spec and self._origins.get(spec.name) != origin:
             self.duplicates.append(Duplicate(spec.name, self._origins[spec.name], origin))
@@ -196,6 +180,10 @@ class PageRegistry:
 
     def __iter__(self) -> Iterator[PageSpec]:
         return iter(self._pages.values())
+
+    def page_names(self) -> list[str]:
+        """Every registered page's name, in registration order."""
+        return list(self._pages)
 
     def where_used(self, *, tool: str | None = None, payload: str | None = None) -> list[str]:
         """Where pages name this tool or payload type: "page", "page/tab" or "page/tab/subtab"."""

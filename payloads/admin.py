@@ -6,7 +6,10 @@ from typing import Any
 from django.contrib import admin
 from django.utils.translation import gettext, gettext_lazy as _
 
+from chat.display import pretty
+from chat.places import places_get
 from payloads.models import PayloadType
+from payloads.registry import registry
 
 
 @admin.register(PayloadType)
@@ -24,14 +27,9 @@ class PayloadTypeAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("used on pages"))
     def used_on(self, obj: PayloadType) -> str:
-        from pages.registry import registry
-
-        return ", ".join(registry.where_used(payload=obj.type)) or (gettext("every page") if obj.is_global else "—")
+        return ", ".join(places_get().where_used(payload=obj.type)) or (gettext("every page") if obj.is_global else "—")
 
     @admin.display(description=_("instructions given to the model"))
     def instructions(self, obj: PayloadType) -> str:
-        from chat.admin import pretty
-        from payloads.registry import registry
-
         spec = registry.get(obj.type)
         return pretty(spec.instructions() if spec else gettext("(no longer registered)"))

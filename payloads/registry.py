@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import secrets
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from chat.registration import caller_origin
 from payloads.parsing import BUILTIN_MARKERS, MARKER_RE, PayloadValidator
 from payloads.spec import PayloadSpec
 
@@ -28,14 +28,6 @@ class Refused:
     second: str
 
 
-def caller_origin() -> str:
-    """`file:line` of the code that called into this module (the registration site)."""
-    frame = sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-
-
 class PayloadRegistry:
     """Payload specs by type and by marker; a taken type or marker is not added but reported (see `refused`)."""
 
@@ -49,7 +41,7 @@ class PayloadRegistry:
         """Add spec, unless its type or marker is taken or reserved: then it is recorded in `refused`, not added.
 
         The same registration site registering again (a module reloaded) replaces the earlier spec."""
-        origin = origin or caller_origin()
+        origin = origin or caller_origin(__file__)
         known = self._by_type.get(spec.type)
         if known is not None and known is not spec and self._origins[spec.type] == origin:
             self.unregister(spec.type)

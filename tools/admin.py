@@ -9,6 +9,7 @@ from django.db.models import Avg, Count, Q
 from django.utils.html import format_html_join
 from django.utils.translation import gettext, gettext_lazy as _, ngettext
 
+from chat.places import places_get
 from tools.mcp import McpRefresh, env_template_problem, mcp_server_refresh, mcp_server_rows_forget, mcp_tool_rows_sync
 from tools.models import McpServer, Tool
 
@@ -56,17 +57,13 @@ class ToolAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("used on"))
     def used_on(self, obj: Tool) -> str:
-        from pages.registry import registry
-
         if obj.is_global:
             return gettext("every page")
-        return ", ".join(registry.where_used(tool=obj.name)) or "—"
+        return ", ".join(places_get().where_used(tool=obj.name)) or "—"
 
 
 def _page_choices() -> list[tuple[str, str]]:
-    from pages.registry import registry
-
-    return [(page.name, page.name) for page in registry]
+    return [(name, name) for name in places_get().page_names()]
 
 
 class McpServerForm(forms.ModelForm):

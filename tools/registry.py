@@ -1,37 +1,19 @@
 """The tool registry: an instance filled by `@registry.tool` / `register()`, like Django's AdminSite."""
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
+from chat.registration import Duplicate, caller_origin
 from tools.spec import ToolSpec, spec_from_function
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)
-class Duplicate:
-    """A second registration of a taken name: kept out of the registry and reported by a system check."""
-
-    name: str
-    first: str
-    second: str
-
-
-def caller_origin() -> str:
-    """`file:line` of the code that called into this module (the registration site)."""
-    frame = sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-
-
 def function_origin(fn: Callable[..., Any]) -> str:
     """`file:line` where `fn` is defined (falls back to the registration site)."""
     code = getattr(fn, "__code__", None)
-    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else caller_origin()
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else caller_origin(__file__)
 
 
 class ToolRegistry:
@@ -44,7 +26,7 @@ class ToolRegistry:
 
     def register(self, spec: ToolSpec, *, origin: str | None = None) -> ToolSpec:
         """Add a spec; a different spec under a taken name from elsewhere is recorded in `duplicates`, not added."""
-        origin = origin or caller_origin()
+        origin = origin or caller_origin(__file__)
         known = self._tools.get(spec.name)
         if known is not None and known is not spec and self._origins.get(spec.name) != origin:
             self.duplicates.append(Duplicate(spec.name, self._origins[spec.name], origin))
