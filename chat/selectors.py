@@ -8,7 +8,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections, router
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from chat import attachments
 from chat.attachments import placeholder_block
@@ -29,8 +29,14 @@ __all__ = [
 ]
 
 
-def conversation_list(*, user: User) -> QuerySet[Conversation]:
-    return Conversation.objects.filter(owner=user).order_by("-updated_at")
+def conversation_list(*, user: User, query: str = "") -> QuerySet[Conversation]:
+    """The user's conversations, most recently updated first; with `query`, only those whose title or any message
+    contains it (case-insensitive)."""
+    conversations = Conversation.objects.filter(owner=user)
+    if query:
+        said = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=query)
+        conversations = conversations.filter(Q(title__icontains=query) | Exists(said))
+    return conversations.order_by("-updated_at", "-id")
 
 
 def conversation_get(*, user: User, conversation_id: int) -> Conversation | None:

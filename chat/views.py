@@ -330,6 +330,15 @@ class ConversationSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "created_at", "updated_at"]
 
 
+class ConversationListQuery(serializers.Serializer):
+    """The list's query parameters: what to find, and which part of the list (all of it when no limit is given)."""
+
+    q = serializers.CharField(required=False, allow_blank=True, max_length=200,
+                              help_text="only conversations whose title or any message contains this text (case-insensitive)")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200, help_text="at most this many conversations")
+    offset = serializers.IntegerField(required=False, min_value=0, default=0, help_text="skip this many first")
+
+
 class ConversationDetailSerializer(ConversationSerializer):
     messages = serializers.SerializerMethodField()
 
@@ -389,7 +398,8 @@ EXPORT_FORMATS = {"json": ("application/json", "json"), "markdown": ("text/markd
 
 
 @described_actions(
-    list={"summary": "The user's conversations", "responses": {200: ConversationSerializer(many=True), **drf_error_responses()}},
+    list={"summary": "The user's conversations, most recently updated first", "parameters": [ConversationListQuery],
+          "responses": {200: ConversationSerializer(many=True), **drf_error_responses(400)}},
     create={"summary": "Create a conversation", "responses": {201: ConversationSerializer, **drf_error_responses(400)}},
     retrieve={"summary": "A conversation with its messages", "responses": {200: ConversationDetailSerializer, **drf_error_responses(404)}},
     update={"summary": "Rename a conversation", "responses": {200: ConversationSerializer, **drf_error_responses(400, 404)}},
@@ -411,6 +421,14 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
 
     def get_queryset(self) -> Any:
         return selectors.conversation_list(user=self.request.user)
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        params = ConversationListQuery(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        found = selectors.conversation_list(user=request.user, query=params.validated_data.get("q", "").strip())
+        start, limit = params.validated_data["offset"], params.validated_data.get("limit")
+        page = found[start:start + limit] if limit is not None else found[start:]
+        return Response(ConversationSerializer(page, many=True).data)
 
     def get_serializer_class(self) -> Any:
         return ConversationDetailSerializer if self.action == "retrieve" else ConversationSerializer

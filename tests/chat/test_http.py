@@ -184,6 +184,36 @@ def test_rest_conversations_crud_is_owner_scoped(user: Any, other_user: Any, scr
     assert Client().get("/api/conversations/").status_code in (401, 403)
 
 
+def test_rest_conversations_are_found_by_title_or_message_and_listed_a_part_at_a_time(user: Any, other_user: Any) -> None:
+    ids = {}
+    for title, said in [("Gene editing notes", "What is CRISPR?"), ("Budget", "the 50% discount on reagents"), ("Untitled", "nothing here")]:
+        conv = Conversation.objects.create(owner=user, title=title)
+        Message.objects.create(conversation=conv, role="user", content=said)
+        Message.objects.create(conversation=conv, role="assistant", content=f"An answer about {title.lower()}.")
+        ids[title] = conv.pk
+    theirs = Conversation.objects.create(owner=other_user, title="Gene editing, theirs")
+    Message.objects.create(conversation=theirs, role="user", content="crispr too")
+    client = Client(headers={"Authorization": f"Token {token_for(user)}"})
+
+    def found(query: str) -> list[int]:
+        response = client.get(f"/api/conversations/?{query}")
+        assert response.status_code == 200, response.content
+        return [c["id"] for c in response.json()]
+
+    newest_first = [ids["Untitled"], ids["Budget"], ids["Gene editing notes"]]
+    assert found("") == newest_first
+    assert found("q=gene") == [ids["Gene editing notes"]]  # the title, case-insensitively; never another user's
+    assert found("q=crispr") == [ids["Gene editing notes"]]  # the user's own words
+    assert found("q=answer about budget") == [ids["Budget"]]  # the assistant's words
+    assert found("q=50%25") == [ids["Budget"]] and found("q=_") == []  # LIKE wildcards are text
+    assert found("q=%20%20") == newest_first  # blank: everything
+    assert found("limit=2") == newest_first[:2] and found("limit=2&offset=2") == newest_first[2:]
+    assert found("offset=1") == newest_first[1:] and found("limit=2&offset=9") == []
+    for bad in ("limit=0", "limit=201", "offset=-1", "limit=x", "q=" + "x" * 201):
+        response = client.get(f"/api/conversations/?{bad}")
+        assert response.status_code == 400 and set(response.json()) <= {"limit", "offset", "q"}, (bad, response.content)
+
+
 async def test_sse_a_log_lost_mid_stream_is_a_resync_not_a_jump_to_the_stored_answer(user: Any, scripted: Any, monkeypatch: Any) -> None:
     from chat.runs import manager
     from tests.chat.test_consumer import _follow_losing_the_log_after

@@ -214,6 +214,7 @@ class FakeProtocolServer:
         self.runs: dict[str, FakeRun] = {}
         self.by_client_id: dict[str, FakeRun] = {}
         self.conversations: dict[int, dict[str, Any]] = {}
+        self.list_queries: list[dict[str, str]] = []  # the query of each conversation list asked for
         self.resume_overlap = 0  # replay this many already-seen events again (duplicates test)
         self.resync_on_resume = False
         self.drop_next_send = False  # close the socket on the next chat.send without starting a run
@@ -515,8 +516,14 @@ def _make_http_handler(server: FakeProtocolServer) -> type[BaseHTTPRequestHandle
             elif path == "/harness/host.js":
                 self._send(200, HOST_SCRIPT.encode(), "text/javascript")
             elif path == "/api/conversations/":
-                items = [{k: c[k] for k in ("id", "title", "page", "updated_at")} for c in server.conversations.values()]
-                self._json(200, sorted(items, key=lambda c: c["id"], reverse=True))
+                query = {k: v[-1] for k, v in parse_qs(url.query).items()}  # the real API's q, limit and offset
+                server.list_queries.append(query)
+                q = query.get("q", "").strip().lower()
+                found = [c for c in server.conversations.values()
+                         if not q or q in c["title"].lower() or any(q in str(m.get("content", "")).lower() for m in c["messages"])]
+                items = sorted(({k: c[k] for k in ("id", "title", "page", "updated_at")} for c in found), key=lambda c: c["id"], reverse=True)
+                start = int(query.get("offset", 0))
+                self._json(200, items[start:start + int(query["limit"])] if "limit" in query else items[start:])
             elif m := re.fullmatch(r"/api/conversations/(\d+)/", path):
                 conv = server.conversations.get(int(m.group(1)))
                 if conv is None:

@@ -793,6 +793,37 @@ def test_conversation_list_load_new_and_delete(page: Page, server: FakeProtocolS
     assert_clean(page)
 
 
+def test_conversation_list_searches_and_shows_more(page: Page, server: FakeProtocolServer) -> None:
+    titled = server.add_conversation("Gene editing notes", [{"role": "user", "content": "hello"}])
+    said = server.add_conversation("Untitled", [{"role": "user", "content": "what about GENE drives?"}])
+    for i in range(50):  # 52 in all: more than one page of 50
+        server.add_conversation(f"Chat {i}", [{"role": "user", "content": "small talk"}])
+    open_tray(page, server)
+    page.get_by_role("button", name="History").click()
+    items = page.locator(".chat-conversation")
+    expect(items).to_have_count(50)
+    expect(page.get_by_role("button", name="Delete all conversations")).to_be_visible()
+    page.get_by_role("button", name="Show more").click()
+    expect(items).to_have_count(52)
+    expect(page.get_by_role("button", name="Show more")).to_have_count(0)
+    assert server.list_queries[:2] == [{"limit": "50"}, {"limit": "50", "offset": "50"}]
+
+    search = page.get_by_role("searchbox", name="Search conversations")
+    search.fill("nothing like it")
+    expect(page.get_by_role("status").filter(has_text="No conversations match “nothing like it”.")).to_be_visible()
+    expect(page.locator(".chat-conversations__results")).to_have_text("No conversations match “nothing like it”.")  # nothing else
+    search.fill("gene")
+    expect(items).to_have_count(2)  # a title and a message, newest first
+    assert [items.nth(i).get_attribute("data-conversation-id") for i in range(2)] == [str(said), str(titled)]
+    expect(page.get_by_role("button", name="Delete all conversations")).to_have_count(0)  # not over a filtered list
+    assert server.list_queries[-1] == {"q": "gene", "limit": "50"}
+    expect(page.locator(".chat-conversations__results")).not_to_contain_text("null")
+    shot(page, "13b_conversation_search")
+    items.nth(1).click()  # a found conversation opens as one from the whole list does
+    expect(page.locator(".chat-bubble--user")).to_have_text("hello")
+    assert_clean(page)
+
+
 DIAGNOSTICS = {
     "model": "claude-sonnet-4-5",
     "tools": ["search_articles"],

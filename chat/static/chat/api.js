@@ -25,9 +25,15 @@ export class ChatApi {
     return response.status === 204 ? null : response.json();
   }
 
-  /** [{id, title, page, updated_at}], newest first as the server orders them. */
-  async listConversations() {
-    const data = await this.request("GET", "conversations/");
+  /** [{id, title, page, updated_at}], most recently updated first; `q` finds text in titles and messages, `limit` and
+   * `offset` take one part of the list (all of it without a limit). */
+  async listConversations({ q = "", limit = null, offset = 0 } = {}) {
+    const params = new URLSearchParams();
+    if (q) params.set("q", q);
+    if (limit !== null) params.set("limit", String(limit));
+    if (offset) params.set("offset", String(offset));
+    const query = params.toString();
+    const data = await this.request("GET", `conversations/${query ? `?${query}` : ""}`);
     // Tolerate DRF pagination in case it is switched on later.
     return Array.isArray(data) ? data : data?.results ?? [];
   }

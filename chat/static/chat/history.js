@@ -1,13 +1,18 @@
-/** The conversation list inside the tray: the user's conversations over REST, open, rename, download or delete (one or all). */
+/** The conversation list inside the tray: the user's conversations over REST, a page at a time, searchable by their
+ * titles and messages; open, rename, download or delete (one or all). */
 import { h, button } from "./dom.js";
 import { formatDate, gettext, interpolate } from "./i18n.js";
 
 const DISARM_MS = 3000;
+const PAGE_SIZE = 50; // conversations per request: a long history is listed a part at a time
+const SEARCH_DELAY_MS = 250; // one search per pause in typing, not one per key
 
 export class HistoryView {
   constructor(tray) {
     this.tray = tray;
     this.el = h("div", { class: "chat-conversations", hidden: true });
+    this.generation = 0; // the latest list asked for: an older answer that arrives later is dropped
+    this.searchTimer = null;
   }
 
   get isOpen() {
@@ -20,22 +25,74 @@ export class HistoryView {
 
   async show() {
     this.el.hidden = false;
-    this.el.replaceChildren(h("p", { class: "chat-muted" }, gettext("Loading…")));
-    let items;
-    try {
-      items = await this.tray.api.listConversations();
-    } catch {
-      this.el.replaceChildren(h("p", { class: "chat-error-text" }, gettext("Could not load your conversations.")));
-      return;
-    }
-    const list = h("ul", { class: "chat-conversation-list", "aria-label": gettext("Your conversations") });
-    for (const item of items) list.append(this.item(item));
+    const id = "chat-conversation-search";
+    const search = h("input", { id, class: "chat-input chat-conversations__search", type: "search", maxlength: "200", autocomplete: "off",
+      placeholder: gettext("Search conversations") });
+    const find = () => {
+      clearTimeout(this.searchTimer);
+      this.load(search.value.trim());
+    };
+    search.addEventListener("input", () => {
+      clearTimeout(this.searchTimer);
+      this.searchTimer = setTimeout(find, SEARCH_DELAY_MS);
+    });
+    this.results = h("div", { class: "chat-conversations__results" }, h("p", { class: "chat-muted" }, gettext("Loading…")));
     this.el.replaceChildren(
       h("h3", { class: "chat-conversations__title" }, gettext("Conversations")),
-      items.length ? list : h("p", { class: "chat-muted" }, gettext("No conversations yet.")),
-      items.length ? this.deleteAll() : null,
+      h("form", { class: "chat-conversations__search-form", role: "search", onsubmit: (e) => { e.preventDefault(); find(); } },
+        h("label", { for: id, class: "chat-offscreen" }, gettext("Search conversations")), search),
+      this.results,
     );
-    (list.querySelector("button") ?? this.el).focus?.();
+    if (await this.load("")) (this.results.querySelector("button") ?? this.el).focus?.();
+  }
+
+  /** List the first page of the conversations that match `query` (all when empty); false if a newer list replaced it. */
+  async load(query) {
+    const generation = ++this.generation;
+    let items;
+    try {
+      items = await this.tray.api.listConversations({ q: query, limit: PAGE_SIZE });
+    } catch {
+      if (generation !== this.generation) return false;
+      this.results.replaceChildren(h("p", { class: "chat-error-text" }, gettext("Could not load your conversations.")));
+      return true;
+    }
+    if (generation !== this.generation) return false;
+    const list = h("ul", { class: "chat-conversation-list", "aria-label": gettext("Your conversations") });
+    for (const item of items) list.append(this.item(item));
+    const none = query ? interpolate(gettext("No conversations match “%(query)s”."), { query }) : gettext("No conversations yet.");
+    this.results.replaceChildren(...[ // replaceChildren would show a null as the text "null"
+      items.length ? list : h("p", { class: "chat-muted", role: "status" }, none),
+      items.length === PAGE_SIZE ? this.more(list, query, PAGE_SIZE) : null,
+      items.length && !query ? this.deleteAll() : null, // "all" means all: not offered over a filtered list
+    ].filter(Boolean));
+    return true;
+  }
+
+  /** gettext("Show more"): the next page of the same list, appended (a conversation already listed is not repeated). */
+  more(list, query, offset) {
+    const generation = this.generation;
+    const row = h("p", { class: "chat-conversations__more" });
+    const more = button(gettext("Show more"), async () => {
+      more.disabled = true;
+      let items;
+      try {
+        items = await this.tray.api.listConversations({ q: query, limit: PAGE_SIZE, offset });
+      } catch {
+        more.disabled = false;
+        this.tray.notice(gettext("Could not load your conversations."), "error");
+        return;
+      }
+      if (generation !== this.generation) return; // the list was searched or reloaded meanwhile
+      const listed = new Set([...list.querySelectorAll(".chat-conversation")].map((b) => b.dataset.conversationId));
+      const added = items.filter((item) => !listed.has(String(item.id))).map((item) => this.item(item));
+      list.append(...added);
+      if (items.length === PAGE_SIZE) row.replaceWith(this.more(list, query, offset + PAGE_SIZE));
+      else row.remove();
+      (added[0]?.querySelector("button") ?? list).focus?.();
+    }, { cls: "chat-link-btn" });
+    row.append(more);
+    return row;
   }
 
   /** gettext("Delete all conversations"): two clicks, like a single delete (the second says what it will do). */

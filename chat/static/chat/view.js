@@ -207,7 +207,7 @@ export class TrayView {
           { class: `chat-pending__item${item.status === "uploading" ? " is-uploading" : ""}`, dataset: { name: item.name } },
           thumb ? h("img", { class: "chat-pending__thumb", src: thumb, alt: "" }) : icon("M6 2h9l5 5v15H6zM14 2v6h6", "chat-icon chat-pending__icon"),
           h("span", { class: "chat-pending__name" }, item.name),
-          item.status === "uploading" ? h("span", { class: "chat-muted chat-pending__status" }, "uploading…") : null,
+          item.status === "uploading" ? h("span", { class: "chat-muted chat-pending__status" }, gettext("Uploading…")) : null,
           h("button", { type: "button", class: "chat-icon-btn chat-pending__remove", "aria-label": interpolate(gettext("Remove %(name)s"), { name: item.name }), title: gettext("Remove"),
             onclick: () => remove(item) }, "×"),
         );
