@@ -794,11 +794,14 @@ def test_conversation_list_load_new_and_delete(page: Page, server: FakeProtocolS
 
 
 def test_conversation_list_searches_and_shows_more(page: Page, server: FakeProtocolServer) -> None:
+    open_tray(page, server)
+    page.get_by_role("button", name="History").click()
+    expect(page.locator(".chat-conversations__results")).to_have_text("No conversations yet.")  # and nothing else
     titled = server.add_conversation("Gene editing notes", [{"role": "user", "content": "hello"}])
     said = server.add_conversation("Untitled", [{"role": "user", "content": "what about GENE drives?"}])
     for i in range(50):  # 52 in all: more than one page of 50
         server.add_conversation(f"Chat {i}", [{"role": "user", "content": "small talk"}])
-    open_tray(page, server)
+    page.get_by_role("button", name="History").click()  # closes the list
     page.get_by_role("button", name="History").click()
     items = page.locator(".chat-conversation")
     expect(items).to_have_count(50)
@@ -806,7 +809,7 @@ def test_conversation_list_searches_and_shows_more(page: Page, server: FakeProto
     page.get_by_role("button", name="Show more").click()
     expect(items).to_have_count(52)
     expect(page.get_by_role("button", name="Show more")).to_have_count(0)
-    assert server.list_queries[:2] == [{"limit": "50"}, {"limit": "50", "offset": "50"}]
+    assert server.list_queries[-2:] == [{"limit": "50"}, {"limit": "50", "offset": "50"}]
 
     search = page.get_by_role("searchbox", name="Search conversations")
     search.fill("nothing like it")
