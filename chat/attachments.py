@@ -1,7 +1,8 @@
 """Attachments: images and PDFs a user sends with a message.
 
 An upload is judged by its bytes (magic numbers, then Pillow for images), never by its name or the request's
-content type; it is stored through Django's storage API under a random name, served only to its owner, and turned
+content type; an image is stored without its metadata (EXIF with the place a photo was taken, XMP, comments), its
+orientation applied to the pixels; it is stored through Django's storage API under a random name, served only to its owner, and turned
 into the model's content blocks (Anthropic-style `image` / `document`, or a plain note for a model that cannot
 read them) when a turn's history is built.
 """
@@ -24,7 +25,7 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
-from PIL import Image, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
 from chat.conf import chat_settings
 from chat.errors import BadRequest, NotFound, RateLimited
@@ -72,6 +73,40 @@ class ImageFacts:
     width: int
     height: int
     thumbnail: bytes
+    data: bytes  # what is stored and sent to the model: the upload without its metadata
+
+
+# What Pillow reads from an image that only says how to show it; anything else it finds (EXIF with the camera, the
+# time and the place, XMP, comments, a PNG's text chunks such as Author) is metadata, and is not kept.
+_PRESENTATION = frozenset({"dpi", "jfif", "jfif_version", "jfif_density", "jfif_unit", "adobe", "adobe_transform", "progressive",
+                           "progression", "icc_profile", "gamma", "srgb", "chromaticity", "aspect", "transparency", "background", "loop",
+                           "duration"})
+
+
+def _metadata_stripped(data: bytes) -> bytes:
+    """The image without its metadata and with its EXIF orientation applied to the pixels; `data` itself when it has
+    none (or is animated, or a GIF: kept as uploaded). A JPEG that needs no turning keeps its quantization (no
+    second loss of quality); a PNG stays lossless."""
+    with Image.open(io.BytesIO(data)) as img:
+        if img.format not in ("JPEG", "PNG", "WEBP") or getattr(img, "is_animated", False):
+            return data
+        img.load()  # a PNG's text chunks after its pixels are read too
+        if not set(img.info) - _PRESENTATION:
+            return data
+        kept: dict[str, Any] = {"icc_profile": img.info["icc_profile"]} if img.info.get("icc_profile") else {}
+        if img.format == "JPEG":
+            kept["comment"] = b""  # Pillow copies a JPEG's comment unless told otherwise
+        turned = img.getexif().get(ExifTags.Base.Orientation, 1) not in (None, 1)
+        upright: Image.Image = img
+        options: dict[str, Any] = {}
+        if img.format == "JPEG" and not turned:
+            options = {"quality": "keep", "subsampling": "keep"}
+        else:
+            upright = ImageOps.exif_transpose(img)
+            options = {"quality": 95} if img.format != "PNG" else {}
+        out = io.BytesIO()
+        upright.save(out, format=img.format, **kept, **options)  # EXIF and XMP are written only when passed
+        return out.getvalue()
 
 
 def _image_facts(data: bytes, content_type: str) -> ImageFacts:
@@ -84,8 +119,10 @@ def _image_facts(data: bytes, content_type: str) -> ImageFacts:
             if width * height > MAX_IMAGE_PIXELS:
                 raise BadRequest(f"The image is too large ({width} x {height} pixels).", code="too_large")
             probe.verify()
-        with Image.open(io.BytesIO(data)) as img:  # verify() leaves the image unusable: open it again to draw
+        data = _metadata_stripped(data)  # verify() leaves the image unusable: each step opens it again
+        with Image.open(io.BytesIO(data)) as img:
             img.seek(0)
+            width, height = img.size  # upright now
             img.thumbnail(THUMBNAIL_SIZE)
             rgb = img.convert("RGBA")
             flat = Image.new("RGB", rgb.size, (255, 255, 255))
@@ -97,7 +134,7 @@ def _image_facts(data: bytes, content_type: str) -> ImageFacts:
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError, SyntaxError) as exc:
         log.info("attachment image refused: %s", exc)
         raise BadRequest("The image could not be read.", code="unsupported_type") from None
-    return ImageFacts(width=width, height=height, thumbnail=out.getvalue())
+    return ImageFacts(width=width, height=height, thumbnail=out.getvalue(), data=data)
 
 
 def attachment_create(*, user: User, upload: UploadedFile) -> Attachment:
@@ -117,6 +154,8 @@ def attachment_create(*, user: User, upload: UploadedFile) -> Attachment:
     if content_type is None:
         raise BadRequest("Only images (PNG, JPEG, WebP, GIF) and PDF files can be attached.", code="unsupported_type")
     facts = _image_facts(data, content_type) if content_type != PDF else None
+    if facts is not None:
+        data = facts.data
     if content_type == PDF and b"%%EOF" not in data[-2048:]:
         raise BadRequest("The PDF file is incomplete.", code="unsupported_type")
     att = Attachment(owner=user, name=name_clean(upload.name or ""), content_type=content_type, size=len(data),

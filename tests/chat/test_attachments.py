@@ -4,6 +4,7 @@ exported, and removed with their conversation."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -13,7 +14,8 @@ import pytest
 from channels.db import database_sync_to_async
 from django.core.management import call_command
 from django.test import Client
-from PIL import Image
+from PIL import ExifTags, Image
+from PIL.PngImagePlugin import PngInfo
 
 from chat.attachments import content_type_sniff, name_clean
 from chat.models import Attachment, Conversation, Message, Run
@@ -116,6 +118,59 @@ def test_upload_an_image_stores_it_with_a_thumbnail_under_a_random_name(user: An
     with Image.open(io.BytesIO(b"".join(t.streaming_content))) as thumb:
         assert thumb.format == "JPEG" and max(thumb.size) <= 320
     assert len(stored_files(media)) == 2
+
+
+def photo_with_metadata(fmt: str, orientation: int = 1) -> bytes:
+    """A 60 x 20 image, left half red, right half blue, that says where it was taken (EXIF GPS), by which camera, and
+    whose it is (XMP; a comment in a JPEG); `orientation` 6 says "turn it a quarter clockwise to show it"."""
+    img = Image.new("RGB", (60, 20), (220, 0, 0))
+    img.paste((0, 0, 220), (30, 0, 60, 20))
+    exif = Image.Exif()
+    exif[ExifTags.Base.Make], exif[ExifTags.Base.Orientation] = "SpyCam", orientation
+    exif[ExifTags.IFD.GPSInfo] = {ExifTags.GPS.GPSLatitudeRef: "N", ExifTags.GPS.GPSLatitude: (48.0, 51.0, 24.0)}
+    extra: dict[str, Any] = {"comment": b"Alice's flat"} if fmt == "JPEG" else {}
+    if fmt == "PNG":  # text chunks
+        extra["pnginfo"] = PngInfo()
+        extra["pnginfo"].add_text("Author", "Alice Owner")
+        extra["pnginfo"].add_itxt("XML:com.adobe.xmp", "<x:xmpmeta>Alice Owner</x:xmpmeta>")
+    out = io.BytesIO()
+    img.save(out, format=fmt, exif=exif, xmp=b"<x:xmpmeta>Alice Owner</x:xmpmeta>", **extra)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("fmt", "content_type"), [("JPEG", "image/jpeg"), ("PNG", "image/png"), ("WEBP", "image/webp")])
+def test_an_image_is_stored_and_sent_without_its_metadata(user: Any, fmt: str, content_type: str) -> None:
+    data = photo_with_metadata(fmt)
+    assert b"SpyCam" in data and b"Alice" in data
+    body = upload(user, data, "photo", content_type).json()
+    stored = b"".join(api(user).get(body["url"]).streaming_content)
+    assert b"SpyCam" not in stored and b"Alice" not in stored
+    with Image.open(io.BytesIO(stored)) as img:
+        assert img.format == fmt and not img.getexif() and (img.width, img.height) == (60, 20)
+        assert img.convert("RGB").getpixel((5, 10))[0] > 180 and img.convert("RGB").getpixel((55, 10))[2] > 180
+        if fmt == "PNG":  # lossless: the same pixels
+            with Image.open(io.BytesIO(data)) as original:
+                assert img.convert("RGB").tobytes() == original.convert("RGB").tobytes()
+    assert body["size"] == len(stored)
+    att = Attachment.objects.get(pk=body["id"])
+    assert att.sha256 == hashlib.sha256(stored).hexdigest() and att.file.open("rb").read() == stored  # what the model is sent
+
+
+def test_a_turned_photo_is_stored_upright_with_an_upright_thumbnail(user: Any) -> None:
+    body = upload(user, photo_with_metadata("JPEG", orientation=6), "portrait.jpg", "image/jpeg").json()
+    assert (body["width"], body["height"]) == (20, 60)  # as a viewer shows it: red on top after a quarter turn clockwise
+    for url in (body["url"], body["thumbnail_url"]):
+        with Image.open(io.BytesIO(b"".join(api(user).get(url).streaming_content))) as img:
+            rgb = img.convert("RGB")
+            assert img.width < img.height and rgb.getpixel((img.width // 2, 2))[0] > 180 and rgb.getpixel((img.width // 2, img.height - 3))[2] > 180
+            assert not img.getexif()
+
+
+def test_an_image_without_metadata_is_stored_byte_for_byte(user: Any) -> None:
+    out = io.BytesIO()
+    Image.new("RGB", (30, 30), (10, 200, 10)).save(out, format="JPEG", quality=70)
+    body = upload(user, out.getvalue(), "plain.jpg", "image/jpeg").json()
+    assert b"".join(api(user).get(body["url"]).streaming_content) == out.getvalue()
 
 
 def test_a_pdf_is_a_download_without_thumbnail(user: Any) -> None:
