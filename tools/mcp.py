@@ -20,6 +20,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from django.utils.translation import gettext
+
 from chat.agent.types import ToolContext, ToolProgress, ToolResult
 from chat.staff_settings import staff_setting
 from tools.registry import ToolRegistry, registry as default_registry
@@ -84,9 +86,9 @@ def env_template_names(value: str) -> list[str]:
 def env_template_problem(value: Any) -> str | None:
     """Why `value` is not a usable reference to environment variables (it might be a pasted secret), or None."""
     if not isinstance(value, str) or not value:
-        return "must be an environment variable name or a template such as 'Bearer ${API_TOKEN}'"
+        return gettext("must be an environment variable name or a template such as 'Bearer ${API_TOKEN}'")
     if not env_template_names(value):
-        return "names no environment variable: write NAME or a template with ${NAME}, upper-case (never the secret itself)"
+        return gettext("names no environment variable: write NAME or a template with ${NAME}, upper-case (never the secret itself)")
     return None
 
 

@@ -367,3 +367,16 @@ def test_checks_name_a_misconfigured_server(monkeypatch: Any) -> None:
         ("tools.E011", "MCP server 'd': headers 'X-Key' names no environment variable: write NAME or a template with ${NAME}, "
                        "upper-case (never the secret itself)"),
     ]
+
+
+def test_the_server_forms_refusals_speak_the_staff_users_language() -> None:
+    from django.utils import translation
+
+    from tools.admin import McpServerForm
+
+    data = {"name": "x", "transport": "http", "url": "http://127.0.0.1:1/mcp", "headers": '{"X-Key": "pasted secret", "Y": ""}',
+            "env": "{}", "args": "[]", "timeout": "30", "pages": []}
+    with translation.override("de"):
+        errors = McpServerForm(data=data).errors["headers"]
+    assert errors == ["X-Key: nennt keine Umgebungsvariable: schreiben Sie NAME oder eine Vorlage mit ${NAME}, in Großbuchstaben "
+                      "(nie das Geheimnis selbst)", "Y: muss der Name einer Umgebungsvariablen sein oder eine Vorlage wie 'Bearer ${API_TOKEN}'"]
