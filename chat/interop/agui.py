@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from chat.errors import BadRequest
 from chat.events import ChatSend
-from chat.interop.common import assistant_message_id, client_message_id, run_events, strip_markers
+from chat.interop.common import InlineFile, assistant_message_id, base64_decode, client_message_id, data_url_decode, run_events, strip_markers
 from chat.turns.clients import ClientTool, ClientToolResult, TurnExtras
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # what the model APIs accept as a tool name
@@ -43,19 +43,45 @@ def run_input_parse(data: Any) -> RunAgentInput:
 
 
 def _text(content: Any) -> str:
-    """A message's text: a string, or the text parts of a multimodal content list (other parts are not supported)."""
+    """A message's text: a string, or the text parts of a multimodal content list (files: `inline_files`)."""
     if isinstance(content, str):
         return content
     return "".join(str(getattr(part, "text", "") or "") for part in content or [])
+
+
+def inline_files(run_input: RunAgentInput) -> list[InlineFile]:
+    """The image and document parts of the new user message, with their data (a `data` source, or a `url` source that is
+    a base64 data: URL), in order; audio, video and sources the server would have to fetch are `bad_frame`."""
+    last = run_input.messages[-1] if run_input.messages else None
+    content: Any = getattr(last, "content", None)
+    if last is None or _role(last) != "user" or not isinstance(content, list):
+        return []
+    files: list[InlineFile] = []
+    for i, part in enumerate(p for p in content if getattr(p, "type", "text") != "text"):
+        what = f"content part {i} ({part.type})"
+        source = getattr(part, "source", None)
+        if part.type not in ("image", "document") or source is None:
+            raise BadRequest(f"{what}: only text, images and documents (PDF) can be sent")
+        if source.type == "data":
+            media_type, data = source.mime_type, base64_decode(source.value, what=what)
+        elif source.type == "url":
+            media_type, data = data_url_decode(source.value, what=what)
+            media_type = source.mime_type or media_type
+        else:
+            raise BadRequest(f"{what}: only a file's own data is accepted (a data source or a base64 data: URL)")
+        name = (part.metadata or {}).get("filename") if isinstance(part.metadata, dict) else None
+        files.append(InlineFile(name=str(name or f"attachment-{i + 1}"), media_type=media_type, data=data))
+    return files
 
 
 def _role(message: Any) -> str:
     return str(getattr(message, "role", ""))
 
 
-def turn_input(run_input: RunAgentInput) -> tuple[ChatSend, TurnExtras]:
+def turn_input(run_input: RunAgentInput, *, attachments: list[str] | None = None) -> tuple[ChatSend, TurnExtras]:
     """The v1 frame and the extras of one AG-UI run: only the trailing new input counts (the last user message, or
-    the trailing `tool` messages answering the last run's frontend tool calls); earlier messages are never used."""
+    the trailing `tool` messages answering the last run's frontend tool calls); earlier messages are never used. The
+    message's files are `attachments`, the ids `inline_files` were stored under."""
     thread_id = run_input.thread_id
     if not 0 < len(thread_id) <= MAX_THREAD_ID:
         raise BadRequest(f"threadId must be 1-{MAX_THREAD_ID} characters")
@@ -84,7 +110,7 @@ def turn_input(run_input: RunAgentInput) -> tuple[ChatSend, TurnExtras]:
         tools.append(ClientTool(name=tool.name, description=str(getattr(tool, "description", "") or ""), parameters=params))
     try:
         frame = ChatSend(client_message_id=client_message_id(str(last.id)), message="" if results else _text(getattr(last, "content", "")),
-                         context=context)
+                         context=context, attachments=None if results else attachments)
     except ValidationError as exc:
         raise BadRequest(f"not a valid message: {exc.errors()[0]['msg']}") from None
     return frame, TurnExtras(thread_id=thread_id, client_tools=tuple(tools), tool_results=tuple(results))

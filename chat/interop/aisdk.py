@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chat.errors import BadRequest
 from chat.events import ChatSend
-from chat.interop.common import assistant_message_id, client_message_id, run_events, strip_markers
+from chat.interop.common import InlineFile, assistant_message_id, client_message_id, data_url_decode, run_events, strip_markers
 from chat.turns.clients import TurnExtras
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
@@ -17,11 +17,14 @@ DONE = "data: [DONE]\n\n"
 
 
 class UIPart(BaseModel):
-    """A part of a UI message; only text parts are read (files and others are not supported)."""
+    """A part of a UI message; text and file parts are read (a file's `url` is its base64 data: URL), others ignored."""
 
     model_config = ConfigDict(extra="allow")
     type: str
     text: str | None = None
+    mediaType: str | None = None
+    filename: str | None = None
+    url: str | None = None
 
 
 class UIMessage(BaseModel):
@@ -59,14 +62,28 @@ def _context(req: ChatRequest) -> dict[str, Any]:
     return context
 
 
-def turn_input(req: ChatRequest) -> tuple[ChatSend, TurnExtras]:
-    """The v1 frame of a submitted message: only the trailing user message is taken (earlier ones are ignored)."""
+def _new_message(req: ChatRequest) -> UIMessage:
     if not req.messages or req.messages[-1].role != "user":
         raise BadRequest("the last message must be the user's new message")
-    last = req.messages[-1]
+    return req.messages[-1]
+
+
+def inline_files(req: ChatRequest) -> list[InlineFile]:
+    """The files of the new message (`file` parts, as `useChat` sends them: a base64 data: URL each), in order."""
+    files: list[InlineFile] = []
+    for i, part in enumerate(p for p in _new_message(req).parts if p.type == "file"):
+        media_type, data = data_url_decode(part.url or "", what=f"file part {i}")
+        files.append(InlineFile(name=part.filename or f"attachment-{i + 1}", media_type=part.mediaType or media_type, data=data))
+    return files
+
+
+def turn_input(req: ChatRequest, *, attachments: list[str] | None = None) -> tuple[ChatSend, TurnExtras]:
+    """The v1 frame of a submitted message: only the trailing user message is taken (earlier ones are ignored); its
+    files are `attachments`, the ids `inline_files` were stored under."""
+    last = _new_message(req)
     text = "".join(p.text or "" for p in last.parts if p.type == "text")
     try:
-        frame = ChatSend(client_message_id=client_message_id(last.id), message=text, context=_context(req))
+        frame = ChatSend(client_message_id=client_message_id(last.id), message=text, context=_context(req), attachments=attachments)
     except ValidationError as exc:
         raise BadRequest(f"not a valid message: {exc.errors()[0]['msg']}") from None
     return frame, TurnExtras(thread_id=req.id)

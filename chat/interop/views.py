@@ -14,6 +14,7 @@ from chat import selectors, services
 from chat.conf import chat_settings
 from chat.errors import BadRequest, ErrorCode, NotFound
 from chat.interop import agui, aisdk
+from chat.interop.common import turn_start_with_files
 from chat.openapi import described, error_responses
 from chat.views import _endpoint, _sse_response
 
@@ -73,8 +74,8 @@ async def cancel_on_close(stream: AsyncIterator[str], *, user: User, run_id: str
 async def agui_run(request: HttpRequest, user: User) -> HttpResponseBase:
     """POST <api>chat/ag-ui: an AG-UI RunAgentInput; answers the run as AG-UI events (SSE)."""
     run_input = agui.run_input_parse(_json_body(request))
-    frame, extras = agui.turn_input(run_input)
-    started = await services.turn_start(user=user, frame=frame, extras=extras)
+    started = await turn_start_with_files(user=user, files=agui.inline_files(run_input),
+                                          build=lambda ids: agui.turn_input(run_input, attachments=ids))
     stream = agui.AguiStream(thread_id=run_input.thread_id, run_id=run_input.run_id, pagechat_run_id=started.run_id)
     return _sse_response(cancel_on_close(stream.sse(user=user), user=user, run_id=started.run_id))
 
@@ -103,8 +104,8 @@ async def aisdk_chat(request: HttpRequest, user: User) -> HttpResponseBase:
         started = await services.turn_regenerate(user=user, conversation_id=conversation.pk, context=aisdk.regenerate_context(req),
                                                  message_id=message_id)
     else:
-        frame, extras = aisdk.turn_input(req)
-        started = await services.turn_start(user=user, frame=frame, extras=extras)
+        started = await turn_start_with_files(user=user, files=aisdk.inline_files(req),
+                                              build=lambda ids: aisdk.turn_input(req, attachments=ids))
     stream = aisdk.UIMessageStream(run_id=started.run_id)
     return _ui_stream_response(cancel_on_close(stream.sse(user=user), user=user, run_id=started.run_id))
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 from typing import Any
@@ -12,9 +13,10 @@ from ag_ui.core.events import Event
 from django.test import AsyncClient
 from pydantic import TypeAdapter
 
-from chat.models import Conversation, Message, Run, ToolCall
+from chat.models import Attachment, Conversation, Message, Run, ToolCall
 from chat.providers import scripted as s
 from chat.providers.base import ProviderError
+from tests.chat.test_attachments import blocks_of, pdf_bytes, png_bytes
 from tests.chat.test_http import TokenClient, auth_headers
 from tests.protocol import check_http
 
@@ -188,3 +190,35 @@ async def test_closing_the_request_cancels_the_run(user: Any, scripted: Any) -> 
             break
         await asyncio.sleep(0.05)
     assert run.status == "cancelled"
+
+
+async def test_image_and_document_parts_become_the_messages_attachments(user: Any, scripted: Any, settings: Any, tmp_path: Any) -> None:
+    settings.MEDIA_ROOT = str(tmp_path)
+    scripted.enqueue(s.text("A red chart and a paper."))
+    content = [{"type": "text", "text": "what are these?"},
+               {"type": "image", "source": {"type": "data", "value": base64.b64encode(png_bytes()).decode(), "mimeType": "image/png"},
+                "metadata": {"filename": "chart.png"}},
+               {"type": "document", "source": {"type": "url", "value": "data:application/pdf;base64," + base64.b64encode(pdf_bytes()).decode()}}]
+    status, events, _ = await post(TokenClient(await auth_headers(user)), run_input("files", [{"id": "u1", "role": "user", "content": content}]))
+    assert status == 200 and events[-1]["type"] == "RUN_FINISHED"
+    assert [b["type"] for b in blocks_of(scripted.requests[0])] == ["image", "document", "text"]
+    question = await Message.objects.aget(conversation__thread_id="files", role="user")
+    assert question.content == "what are these?"
+    assert [a.name async for a in Attachment.objects.filter(message=question).order_by("position")] == ["chart.png", "attachment-2"]
+
+
+async def test_parts_the_server_would_have_to_fetch_or_cannot_read_are_refused(user: Any, scripted: Any, settings: Any, tmp_path: Any) -> None:
+    settings.MEDIA_ROOT = str(tmp_path)
+    client = TokenClient(await auth_headers(user))
+    png = base64.b64encode(png_bytes()).decode()
+    for part, status, code in [
+        ({"type": "image", "source": {"type": "url", "value": "https://example.com/a.png"}}, 400, "bad_frame"),
+        ({"type": "image", "source": {"type": "data", "value": "not base64!", "mimeType": "image/png"}}, 400, "bad_frame"),
+        ({"type": "audio", "source": {"type": "data", "value": png, "mimeType": "audio/wav"}}, 400, "bad_frame"),
+        ({"type": "document", "source": {"type": "data", "value": base64.b64encode(b"plain text").decode(), "mimeType": "application/pdf"}},
+         415, "unsupported_type"),
+    ]:
+        content = [{"type": "text", "text": "look"}, part]
+        r = await client.post(URL, run_input("refused", [{"id": "u1", "role": "user", "content": content}]), content_type="application/json")
+        assert r.status_code == status and check_http(status, r.content)["code"] == code, (part, r.content)
+    assert not await Attachment.objects.filter(owner=user).aexists()

@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from typing import Any
 
 import pytest
 from django.test import AsyncClient
 
-from chat.models import Conversation, Message, Run
+from chat.conf import chat_settings
+from chat.models import Attachment, Conversation, Message, Run
 from chat.providers import scripted as s
 from chat.providers.base import ProviderError
+from tests.chat.test_attachments import blocks_of, pdf_bytes, png_bytes
 from tests.chat.test_http import TokenClient, auth_headers
 from tests.protocol import check_http
 
@@ -119,3 +122,49 @@ async def test_refusals(user: Any, scripted: Any) -> None:
         r, _ = await post(client, data)
         assert r.status_code == status, (data, r.content)
         assert check_http(status, r.content)["code"] == code
+
+
+def file_part(data: bytes, media_type: str, name: str) -> dict[str, Any]:
+    """A file part as `useChat` sends a picked file: a base64 data: URL."""
+    return {"type": "file", "mediaType": media_type, "filename": name, "url": f"data:{media_type};base64,{base64.b64encode(data).decode()}"}
+
+
+async def test_the_new_messages_files_become_its_attachments(user: Any, scripted: Any, settings: Any, tmp_path: Any) -> None:
+    settings.MEDIA_ROOT = str(tmp_path)
+    scripted.enqueue(s.text("A red chart and a paper."))
+    data = body("f1", "what are these?")
+    data["messages"][-1]["parts"] += [file_part(png_bytes(), "image/png", "chart.png"), file_part(pdf_bytes(), "application/pdf", "paper.pdf")]
+    r, out = await post(TokenClient(await auth_headers(user)), data)
+    assert r.status_code == 200 and [c["type"] for c in out if isinstance(c, dict)][-1] == "finish"
+    assert [b["type"] for b in blocks_of(scripted.requests[0])] == ["image", "document", "text"]  # what the model is given
+    question = await Message.objects.aget(conversation__thread_id="f1", role="user")
+    assert [a.name async for a in Attachment.objects.filter(message=question).order_by("position")] == ["chart.png", "paper.pdf"]
+    r, out = await post(TokenClient(await auth_headers(user)), data)  # a retry of the same request: the same turn
+    assert r.status_code == 200 and len(scripted.requests) == 1
+    assert await Attachment.objects.filter(owner=user).acount() == 2  # the retry's copies are not left behind
+
+
+async def test_file_parts_that_are_refused(user: Any, scripted: Any, settings: Any, tmp_path: Any) -> None:
+    settings.MEDIA_ROOT = str(tmp_path)
+    client = TokenClient(await auth_headers(user))
+    text_file = file_part(b"just text", "image/png", "notes.png")
+    parts: list[Any] = [
+        ({"type": "file", "mediaType": "image/png", "url": "https://example.com/a.png"}, 400, "bad_frame"),  # never fetched
+        ({"type": "file", "mediaType": "image/png", "url": "data:image/png;base64,@@@"}, 400, "bad_frame"),
+        ([file_part(png_bytes(), "image/png", "ok.png"), text_file], 415, "unsupported_type"),  # judged by its bytes, as an upload is
+    ]
+    for part, status, code in parts:
+        data = body("f2", "look")
+        data["messages"][-1]["parts"] += part if isinstance(part, list) else [part]
+        r, _ = await post(client, data)
+        assert r.status_code == status and check_http(status, r.content)["code"] == code, (part, r.content)
+    data = body("f2", "y" * 20_000)  # a turn refused after its files were stored
+    data["messages"][-1]["parts"].append(file_part(png_bytes(), "image/png", "a.png"))
+    r, _ = await post(client, data)
+    assert r.status_code == 413 and check_http(413, r.content)["code"] == "too_large"
+    data = body("f2", "six")
+    data["messages"][-1]["parts"] += [file_part(png_bytes(), "image/png", f"{i}.png") for i in range(chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE + 1)]
+    r, _ = await post(client, data)
+    assert r.status_code == 413 and check_http(413, r.content)["code"] == "too_large"
+    assert not await Attachment.objects.filter(owner=user).aexists()  # nothing stored for a refused request
+    assert not await Message.objects.filter(conversation__thread_id="f2").aexists()

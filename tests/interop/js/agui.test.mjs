@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { HttpAgent } from "@ag-ui/client";
 import { EventSchemas } from "@ag-ui/core/schemas";
-import { BASE, OTHER_TOKEN, auth, storedMessages, uid } from "./helpers.mjs";
+import { BASE, OTHER_TOKEN, RED_PNG, auth, storedMessages, uid } from "./helpers.mjs";
 
 const URL_AGUI = `${BASE}/api/chat/ag-ui`;
 
@@ -141,4 +141,18 @@ test("a provider failure is RUN_ERROR with the v1 code", async () => {
   assert.equal(events.at(-1).type, "RUN_ERROR");
   assert.equal(events.at(-1).code, "overloaded");
   assert.equal(runErrors.length, 1);
+});
+
+test("a picture in the user message's content (an image part with a data source) is the message's attachment", async () => {
+  const a = agent(uid("thread-file"));
+  a.addMessage({ id: uid("u"), role: "user", content: [
+    { type: "text", text: "what is in this picture?" },
+    { type: "image", source: { type: "data", value: RED_PNG, mimeType: "image/png" }, metadata: { filename: "red.png" } },
+  ] });
+  const { error, events } = await run(a);
+  assert.equal(error, null, String(error));
+  const text = events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join("");
+  assert.match(text, /red\.png/);
+  const stored = await storedMessages(complete(events).conversation_id);
+  assert.deepEqual(stored[0].attachments.map((x) => [x.name, x.content_type]), [["red.png", "image/png"]]);
 });

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DefaultChatTransport, readUIMessageStream, uiMessageChunkSchema } from "ai";
-import { BASE, auth, storedMessages, uid } from "./helpers.mjs";
+import { BASE, RED_PNG, auth, storedMessages, uid } from "./helpers.mjs";
 
 const transport = new DefaultChatTransport({ api: `${BASE}/api/chat/ai-sdk`, headers: auth(), body: { page: "home" } });
 
@@ -79,4 +79,18 @@ test("regenerate replaces the last answer; the resume request is 204 when nothin
   assert.deepEqual(stored.map((m) => m.role), ["user", "assistant"]);
   assert.equal(String(stored[1].id), regenerated.id);
   assert.equal(await transport.reconnectToStream({ chatId }), null);  // 204: no running turn
+});
+
+test("a picture sent as useChat sends a picked file (a file part with a data: URL) is the message's attachment", async () => {
+  const question = { id: uid("m"), role: "user", parts: [
+    { type: "file", mediaType: "image/png", filename: "red.png", url: `data:image/png;base64,${RED_PNG}` },
+    { type: "text", text: "what is in this picture?" },
+  ] };
+  const { message, errors } = await send(uid("chat-file"), [question]);
+  assert.deepEqual(errors, []);
+  const done = message.parts.find((p) => p.type === "data-pagechat-complete").data;
+  const text = message.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
+  assert.match(text, /red\.png/); // the offline model names what it was sent and cannot open
+  const stored = await storedMessages(done.conversation_id);
+  assert.deepEqual(stored[0].attachments.map((a) => [a.name, a.content_type]), [["red.png", "image/png"]]);
 });

@@ -22,3 +22,6 @@ export async function storedMessages(conversationId, token = TOKEN) {
 }
 
 export const uid = (prefix) => `${prefix}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
+
+/** A 4 x 4 red PNG, base64: a picture a client sends inside its message. */
+export const RED_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAFElEQVR4nGM8ISfHAANMDEgANwcANHYBDK9qubUAAAAASUVORK5CYII=";
