@@ -37,9 +37,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-IMAGE_TYPES: dict[str, str] = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
+# Pillow's format -> the type stored. "MPO" is a JPEG with more images after the first (phones add a depth or gain map).
+IMAGE_TYPES: dict[str, str] = {"PNG": "image/png", "JPEG": "image/jpeg", "MPO": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 PDF = "application/pdf"
-ACCEPTED_TYPES: tuple[str, ...] = (*IMAGE_TYPES.values(), PDF)
+ACCEPTED_TYPES: tuple[str, ...] = (*dict.fromkeys(IMAGE_TYPES.values()), PDF)
 THUMBNAIL_SIZE = (320, 320)
 MAX_IMAGE_PIXELS = 40_000_000  # a larger image is refused (decompression bombs; no model takes it whole anyway)
 UNSENT_PER_MESSAGE_LIMIT = 4  # a user may have this many messages' worth of uploads waiting to be sent
@@ -86,15 +87,17 @@ _PRESENTATION = frozenset({"dpi", "jfif", "jfif_version", "jfif_density", "jfif_
 def _metadata_stripped(data: bytes) -> bytes:
     """The image without its metadata and with its EXIF orientation applied to the pixels; `data` itself when it has
     none (or is animated, or a GIF: kept as uploaded). A JPEG that needs no turning keeps its quantization (no
-    second loss of quality); a PNG stays lossless."""
+    second loss of quality); a PNG stays lossless; a JPEG with more images (MPO) is kept as its first, a plain JPEG."""
     with Image.open(io.BytesIO(data)) as img:
-        if img.format not in ("JPEG", "PNG", "WEBP") or getattr(img, "is_animated", False):
+        multi = img.format == "MPO"
+        fmt = "JPEG" if multi else img.format
+        if fmt not in ("JPEG", "PNG", "WEBP") or (getattr(img, "is_animated", False) and not multi):
             return data
         img.load()  # a PNG's text chunks after its pixels are read too
-        if not set(img.info) - _PRESENTATION:
+        if not set(img.info) - _PRESENTATION and not multi:
             return data
         kept: dict[str, Any] = {"icc_profile": img.info["icc_profile"]} if img.info.get("icc_profile") else {}
-        if img.format == "JPEG":
+        if fmt == "JPEG":
             kept["comment"] = b""  # Pillow copies a JPEG's comment unless told otherwise
         turned = img.getexif().get(ExifTags.Base.Orientation, 1) not in (None, 1)
         upright: Image.Image = img
@@ -103,9 +106,9 @@ def _metadata_stripped(data: bytes) -> bytes:
             options = {"quality": "keep", "subsampling": "keep"}
         else:
             upright = ImageOps.exif_transpose(img)
-            options = {"quality": 95} if img.format != "PNG" else {}
+            options = {"quality": 95} if fmt != "PNG" else {}
         out = io.BytesIO()
-        upright.save(out, format=img.format, **kept, **options)  # EXIF and XMP are written only when passed
+        upright.save(out, format=fmt, **kept, **options)  # EXIF and XMP are written only when passed
         return out.getvalue()
 
 

@@ -166,6 +166,22 @@ def test_a_turned_photo_is_stored_upright_with_an_upright_thumbnail(user: Any) -
             assert not img.getexif()
 
 
+def test_a_phone_jpeg_with_a_second_image_is_accepted_as_its_first_without_metadata(user: Any) -> None:
+    """Phones write JPEGs with a depth or gain map as a second image (MPF: Pillow reads them as "MPO")."""
+    main, second = Image.new("RGB", (40, 20), (220, 0, 0)), Image.new("RGB", (10, 5), (0, 0, 220))
+    exif = Image.Exif()
+    exif[ExifTags.Base.Make] = "SpyCam"
+    out = io.BytesIO()
+    main.save(out, format="MPO", save_all=True, append_images=[second], exif=exif)
+    r = upload(user, out.getvalue(), "IMG_0001.jpg", "image/jpeg")
+    assert r.status_code == 201, r.content
+    body = r.json()
+    assert (body["content_type"], body["width"], body["height"]) == ("image/jpeg", 40, 20)
+    stored = b"".join(api(user).get(body["url"]).streaming_content)
+    with Image.open(io.BytesIO(stored)) as img:
+        assert img.format == "JPEG" and getattr(img, "n_frames", 1) == 1 and not img.getexif() and b"SpyCam" not in stored
+
+
 def test_an_image_without_metadata_is_stored_byte_for_byte(user: Any) -> None:
     out = io.BytesIO()
     Image.new("RGB", (30, 30), (10, 200, 10)).save(out, format="JPEG", quality=70)
