@@ -179,6 +179,15 @@ def test_edit_and_resend_the_last_question(open_page: Callable[..., Page], site_
     site_server.wait_for_row("SELECT 1 FROM pagechat_message WHERE conversation_id = ? AND content = 'hello world'", cid)
     rows = site_server.query("SELECT role, content FROM pagechat_message WHERE conversation_id = ? AND role = 'user'", cid)
     assert rows == [("user", "hello world")]
+    # Up in an empty composer takes the last question back for editing; in a composer with text it only moves the caret.
+    box.fill("draft")
+    box.press("ArrowUp")
+    expect(box).to_have_value("draft")
+    expect(page.locator(".chat-editing")).to_be_hidden()
+    box.fill("")
+    box.press("ArrowUp")
+    expect(box).to_have_value("hello world")
+    expect(page.locator(".chat-editing")).to_be_visible()
     assert_clean(page)
 
 

@@ -43,6 +43,7 @@ export class Tray {
       newChat: () => this.newConversation(),
       toggleHistory: () => this.toggleConversations(),
       cancelEdit: () => this.cancelEdit(),
+      editLastQuestion: () => this.editLastQuestion(),
       attach: (files) => this.attach(files),
     });
     this.pending = []; // files chosen for the next message: {key, name, status: "uploading"|"ready", data, preview}
@@ -239,6 +240,15 @@ export class Tray {
     if (this.protocol.following) return;
     this.editing = true;
     this.view.showEditing(true, text);
+  }
+
+  /** The last question into the composer for editing (Up in an empty composer); false when there is none to edit. */
+  editLastQuestion() {
+    if (this.protocol.following || this.editing || this.store.conversationId === null) return false;
+    const question = [...this.store.messages].reverse().find((m) => m.role === "user" && m.content);
+    if (!question) return false;
+    this.beginEdit(question.content);
+    return true;
   }
 
   cancelEdit() {

@@ -88,6 +88,9 @@ export class TrayView {
         e.preventDefault();
         this.submit();
       }
+      // Up in an empty composer takes the last question back for editing, as ChatGPT and Claude.ai do.
+      const plainUp = e.key === "ArrowUp" && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey && !e.isComposing;
+      if (plainUp && this.input.value === "" && actions.editLastQuestion()) e.preventDefault();
     });
     this.input.addEventListener("input", () => {
       this.autosize();
