@@ -93,7 +93,8 @@ def _metadata_stripped(data: bytes) -> bytes:
         fmt = "JPEG" if multi else img.format
         if fmt not in ("JPEG", "PNG", "WEBP") or (getattr(img, "is_animated", False) and not multi):
             return data
-        img.load()  # a PNG's text chunks after its pixels are read too
+        if fmt == "PNG":
+            img.load()  # a PNG's text chunks after its pixels are read only with them (JPEG and WebP metadata come first)
         if not set(img.info) - _PRESENTATION and not multi:
             return data
         kept: dict[str, Any] = {"icc_profile": img.info["icc_profile"]} if img.info.get("icc_profile") else {}
@@ -195,6 +196,13 @@ def attachment_discard(*, user: User, attachment_id: str) -> None:
     att.delete()  # its files follow after commit (chat.signals)
 
 
+def attachments_count_check(count: int) -> None:
+    """`too_large` when one message would carry more than `CHAT_MAX_ATTACHMENTS_PER_MESSAGE` attachments."""
+    if count > chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE:
+        raise BadRequest(f"A message can carry at most {chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE} attachments.",
+                         code="too_large")
+
+
 def attachments_claim(*, user: User, ids: Iterable[str], message: Message) -> list[Attachment]:
     """Attach the user's unsent attachments to `message` (inside the caller's transaction); any other id is NotFound."""
     wanted: list[uuid.UUID] = []
@@ -207,9 +215,7 @@ def attachments_claim(*, user: User, ids: Iterable[str], message: Message) -> li
             wanted.append(pk)
     if not wanted:
         return []
-    if len(wanted) > chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE:
-        raise BadRequest(f"A message can carry at most {chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE} attachments.",
-                         code="too_large")
+    attachments_count_check(len(wanted))
     found = list(Attachment.objects.select_for_update().filter(pk__in=wanted, owner=user, message__isnull=True))
     if len(found) != len(wanted):
         raise NotFound("attachment not found")

@@ -16,7 +16,7 @@ from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from chat import selectors, services
-from chat.conf import chat_settings
+from chat.attachments import attachments_count_check
 from chat.errors import BadRequest, NotFound
 from chat.events import ChatSend
 from chat.runs import ResyncRequired, manager
@@ -85,8 +85,7 @@ async def turn_start_with_files(*, user: Any, files: Sequence[InlineFile],
     """Store the new message's files as the user's attachments (refused as an upload would be: type judged by the
     bytes, size, count), then start the turn `build(ids)` describes. Files no turn took (a refusal, or a resend that
     found its earlier run) are removed: a client's retries never pile up unsent uploads."""
-    if len(files) > chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE:
-        raise BadRequest(f"A message can carry at most {chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE} attachments.", code="too_large")
+    attachments_count_check(len(files))  # before any is stored
     ids = await sync_to_async(_files_store)(user, files) if files else None
     try:
         frame, extras = build(ids)
