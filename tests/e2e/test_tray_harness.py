@@ -111,6 +111,7 @@ def test_template_tag_renders_config_and_assets(rf: Any, settings: Any) -> None:
     assert 'href="/static/chat/tray.css"' in html
     assert f'<script type="module" src="/static/chat/tray.js" nonce="{request._csp_nonce}">' in html
     assert "</script>\"" not in html  # json_script escapes the page context
+    assert "{#" not in html and "{%" not in html  # no template comment leaks onto the host's page as text
     config = json.loads(re.search(r'<script id="chat-tray-config" type="application/json">(.*?)</script>', html).group(1))
     assert config["page"] == "reports"
     assert config["context"] == {"report_id": 3, "evil": "</script>", "current_page": "reports"}
