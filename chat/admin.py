@@ -159,7 +159,7 @@ class ConversationAdmin(admin.ModelAdmin):
 @admin.register(Message)
 class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "conversation", "role", "status", "interaction_type", "short", "feedback", "created_at"]
-    list_filter = ["role", "status", "interaction_type", "feedback", "payload_outcome"]
+    list_filter = ["role", "status", "interaction_type", "feedback", "payload_outcome", "stop_reason"]
     search_fields = ["content", "conversation__title"]
     readonly_fields = [*(f.name for f in Message._meta.fields), "attachments_list"]
 

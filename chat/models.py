@@ -48,6 +48,10 @@ class Message(models.Model):
         ACCEPTED = "accepted"
         REJECTED = "rejected"
 
+    class StopReason(models.TextChoices):
+        MAX_TOKENS = "max_tokens"  # the model reached CHAT_MAX_TOKENS
+        MAX_ITERATIONS = "max_iterations"  # the turn reached CHAT_MAX_ITERATIONS model calls
+
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
@@ -68,6 +72,8 @@ class Message(models.Model):
     feedback_comment = models.TextField(blank=True, max_length=2000)
     # what the user did with the answer's proposal (custom_payload), so the tray shows it after a reload
     payload_outcome = models.CharField(max_length=8, choices=PayloadOutcome.choices, blank=True)
+    # why a complete answer is unfinished (blank: it ended as the model meant it to), so the reader can ask it to go on
+    stop_reason = models.CharField(max_length=16, choices=StopReason.choices, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -308,7 +308,7 @@ class MessageSerializer(serializers.ModelSerializer):
         model = Message
         fields = ["id", "role", "content", "message_html", "interaction_type", "suggested_values", "suggested_actions",
                   "custom_payload", "tool_history", "status", "run_id", "feedback", "feedback_comment", "payload_outcome",
-                  "diagnostics", "attachments", "created_at"]
+                  "stop_reason", "diagnostics", "attachments", "created_at"]
 
     def get_run_id(self, obj: Message) -> str | None:
         return str(obj.run_id) if obj.run_id else None

@@ -74,6 +74,11 @@ class CompletePayload(Frame):
     run_id: str
     usage: TokenUsage
     action_result: ActionResult | None = Field(default=None, exclude_if=omit_none, description="server action turns only")
+    stop_reason: Literal["max_tokens", "max_iterations"] | None = Field(
+        default=None, exclude_if=omit_none,
+        description="only when the answer is unfinished: the model reached its output limit (CHAT_MAX_TOKENS) or the turn its "
+                    "limit of model calls (CHAT_MAX_ITERATIONS); a client may offer to continue",
+    )
     diagnostics: dict[str, Any] | None = Field(default=None, exclude_if=omit_none, description="staff users only")
 
 
@@ -81,14 +86,14 @@ def complete_payload_build(
     *, message: str, suggested_values: Sequence[Mapping[str, Any]], suggested_actions: Sequence[Mapping[str, Any]],
     custom_payload: Mapping[str, Any] | None, tool_history: Sequence[Mapping[str, Any]], conversation_id: int,
     message_id: int | None, run_id: str, usage: Mapping[str, int], diagnostics: Mapping[str, Any] | None = None,
-    action_result: Mapping[str, Any] | None = None,
+    action_result: Mapping[str, Any] | None = None, stop_reason: str | None = None,
 ) -> CompletePayload:
     """The one builder of `complete.payload`, for a live turn and for a stored run alike (renders message_html)."""
     return CompletePayload.model_validate({
         "message": message, "message_html": render_markdown(message), "suggested_values": suggested_values,
         "suggested_actions": suggested_actions, "custom_payload": custom_payload, "tool_history": tool_history,
         "conversation_id": conversation_id, "message_id": message_id, "run_id": run_id, "usage": usage,
-        "diagnostics": diagnostics, "action_result": action_result,
+        "diagnostics": diagnostics, "action_result": action_result, "stop_reason": stop_reason,
     })
 
 

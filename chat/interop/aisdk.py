@@ -14,6 +14,8 @@ from chat.turns.clients import TurnExtras
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
 DONE = "data: [DONE]\n\n"
+# an unfinished answer's v1 stop_reason -> the AI SDK's finish reason ("length": its output limit)
+FINISH_REASONS = {"max_tokens": "length", "max_iterations": "other"}
 
 
 class UIPart(BaseModel):
@@ -161,7 +163,7 @@ class UIMessageStream:
                     out.append({"type": "tool-output-available", "toolCallId": call_id, "output": history[index].get("output", ""),
                                 "dynamic": True})
             out.append({"type": "data-pagechat-complete", "data": payload})
-            out.append({"type": "finish", "finishReason": "stop"})
+            out.append({"type": "finish", "finishReason": FINISH_REASONS.get(payload.get("stop_reason"), "stop")})
         else:  # error (the run's, or a resync) or cancelled
             code = "cancelled" if kind == "cancelled" else str(ev.get("code") or "internal")
             message = "The run was cancelled." if kind == "cancelled" else str(ev.get("message") or "error")

@@ -62,6 +62,7 @@ class TurnOutcome:
     last_seq: int
     page: str = ""
     offered_actions: list[str] = field(default_factory=list)  # server actions offered as buttons (analytics)
+    stop_reason: str = ""  # Message.StopReason when the answer is unfinished, else blank
 
 
 def assistant_message_create(*, conversation_id: int, run_id: str) -> int:
@@ -129,7 +130,7 @@ def turn_persist(*, record: TurnRecord, outcome: TurnOutcome) -> None:
             "content": outcome.text, "status": msg_status, "suggested_values": outcome.suggested_values,
             "suggested_actions": outcome.suggested_actions, "custom_payload": outcome.custom_payload,
             "payloads": outcome.payloads, "tool_history": outcome.tool_history, "provider_messages": outcome.provider_messages,
-            "updated_at": timezone.now(),
+            "stop_reason": outcome.stop_reason, "updated_at": timezone.now(),
         })
         for name, count in Counter(outcome.offered_actions).items():
             action_stat_count(page=outcome.page, action=name, fields=("offered",), by=count)

@@ -48,7 +48,7 @@ from chat.events import (
     complete_payload_build,
 )
 from chat.languages import language_normalize
-from chat.models import Run, ToolCall, action_stat_count
+from chat.models import Message, Run, ToolCall, action_stat_count
 from chat.providers.base import Provider, ProviderError
 from chat.runs import RunHandle
 from chat.turns import persistence, titles
@@ -88,6 +88,7 @@ class Turn:
         self.flushed_messages = 0  # provider messages already saved with it
         self.flush_window = chat_settings.CHAT_FLUSH_INTERVAL  # doubles after each flush (see _maybe_flush)
         self.action_result: dict[str, Any] | None = None  # how the clicked server action ended (complete.action_result)
+        self.stop_reason = ""  # why the answer is unfinished (Message.StopReason), blank when it ended as meant
         # operations: the model name as stored on the run, when the current model call started, the spans
         self.model = chat_settings.CHAT_MODEL if not provider.is_offline else "offline"
         self.call_started = time.perf_counter()
@@ -102,7 +103,7 @@ class Turn:
             AgentToolApproval: self.on_tool_approval,
             AgentToolComplete: self.on_tool_complete,
             AgentIteration: self.on_iteration,
-            AgentComplete: lambda ev: None,
+            AgentComplete: self.on_complete,
         }
 
     # -- agent events --
@@ -169,6 +170,10 @@ class Turn:
                                    model=self.model, end_ns=time.time_ns(), output=self.state.text if tracing.capture_content() else None)
         self._model_call_starts()
         self.raw_outputs.append({"iteration": ev.iteration, "stop_reason": ev.stop_reason, "usage": ev.usage.as_dict(), "output": ev.raw})
+
+    def on_complete(self, ev: AgentComplete) -> None:
+        """The loop ended: an answer cut at the token or tool-call limit is marked so the reader can ask it to go on."""
+        self.stop_reason = ev.stop_reason if ev.stop_reason in Message.StopReason.values else ""
 
     async def before_tool(self, tool_use_id: str, name: str, tool_input: dict[str, Any], index: int) -> None:
         """Record the call as started (and the tool_use in the saved history) before it runs: after a crash it is
@@ -407,6 +412,7 @@ class Turn:
                 usage=usage, cost=cost, ttft=ttft, duration=duration, error=error, last_seq=self.handle.last_seq + 1,
                 page=plan.page.name if plan else "",
                 offered_actions=[a["action"] for a in parts.suggested_actions if a.get("handler") == "server"],
+                stop_reason=self.stop_reason if status == Run.Status.COMPLETED else "",
             ))
         except Exception:
             log.exception("persisting run %s failed", self.record.run_id)
@@ -418,7 +424,7 @@ class Turn:
                     custom_payload=parts.custom_payload, tool_history=self.state.tool_history,
                     conversation_id=self.record.conversation_id, message_id=self.record.assistant_message_id,
                     run_id=self.record.run_id, usage=usage, diagnostics=diagnostics if getattr(self.user, "is_staff", False) else None,
-                    action_result=self.action_result,
+                    action_result=self.action_result, stop_reason=self.stop_reason or None,
                 )
                 self.handle.end(CompleteEvent.wire, payload=payload)
             except (TypeError, ValueError):  # not valid or not serialisable: never leave a run without its terminal event

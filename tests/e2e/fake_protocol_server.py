@@ -179,7 +179,8 @@ class FakeRun:
         if placeholder is not None:  # the real server fills in its "streaming" placeholder
             placeholder.update(content=body["message"], message_html=body["message_html"], status="complete",
                                tool_history=body["tool_history"], custom_payload=body["custom_payload"],
-                               suggested_values=body["suggested_values"], suggested_actions=body["suggested_actions"])
+                               suggested_values=body["suggested_values"], suggested_actions=body["suggested_actions"],
+                               stop_reason=body.get("stop_reason", ""))
         else:
             self.server._store_message(self.conversation_id, "assistant", body["message"], body)
         return self.emit("complete", payload=body)
@@ -312,6 +313,7 @@ class FakeProtocolServer:
                 "custom_payload": extra.get("custom_payload"),
                 "tool_history": extra.get("tool_history", []),
                 "status": extra.get("status", "complete"),
+                "stop_reason": extra.get("stop_reason", ""),
                 "created_at": _now(),
             }
         )

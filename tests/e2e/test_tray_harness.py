@@ -690,6 +690,54 @@ def test_stop_shows_partial_text_marked_stopped(page: Page, server: FakeProtocol
     assert_clean(page)
 
 
+def test_an_answer_cut_at_a_limit_says_so_and_continues(page: Page, server: FakeProtocolServer) -> None:
+    async def script(run: FakeRun, frame: dict[str, Any]) -> None:
+        if frame["message"] == "Continue":
+            await run.stream_text("and that is the end of it.")
+            run.complete(message_html="<p>and that is the end of it.</p>")
+            return
+        await run.stream_text("The first half of a long answer, and then")
+        run.complete(message_html="<p>The first half of a long answer, and then</p>", stop_reason="max_tokens")
+
+    server.script = script
+    open_tray(page, server)
+    send(page, "tell me everything")
+    cut = final_messages(page).first
+    expect(cut.get_by_role("note")).to_contain_text("The answer stopped at its length limit.")
+    shot(page, "10b_unfinished_answer")
+    cut.get_by_role("button", name="Continue", exact=True).click()
+    (_, again) = server.wait_for_frame("chat.send", count=2)
+    assert again["message"] == "Continue" and again["interaction_type"] == "value_selected"
+    assert again["conversation_id"] is not None  # the same conversation goes on
+    expect(final_messages(page)).to_have_count(2)
+    expect(final_messages(page).last).to_have_text("and that is the end of it.")
+    expect(final_messages(page).last.get_by_role("note")).to_have_count(0)
+    # the cut answer keeps saying why it ends early; only the latest answer may be continued
+    expect(cut.get_by_role("note")).to_contain_text("The answer stopped at its length limit.")
+    expect(page.get_by_role("button", name="Continue", exact=True)).to_have_count(0)
+    # after a reload the stored message says the same (REST: the message's stop_reason)
+    page.reload()
+    expect(final_messages(page)).to_have_count(2)
+    expect(final_messages(page).first.get_by_role("note")).to_contain_text("The answer stopped at its length limit.")
+    expect(page.get_by_role("button", name="Continue", exact=True)).to_have_count(0)
+    assert_clean(page)
+
+
+def test_a_reloaded_answer_cut_at_the_step_limit_offers_continue(page: Page, server: FakeProtocolServer) -> None:
+    cid = server.add_conversation("Steps", [
+        {"role": "user", "content": "do many things"},
+        {"role": "assistant", "content": "I did three of them", "stop_reason": "max_iterations"},
+    ])
+    open_tray(page, server)
+    page.get_by_role("button", name="History").click()
+    page.locator(".chat-conversation").filter(has_text="Steps").click()
+    last = final_messages(page).last
+    expect(last.get_by_role("note")).to_contain_text("The answer stopped at the limit of steps one answer may take.")
+    last.get_by_role("button", name="Continue", exact=True).click()
+    assert server.wait_for_frame("chat.send")[0]["conversation_id"] == cid
+    assert_clean(page)
+
+
 def test_run_error_then_retry_uses_new_client_message_id(page: Page, server: FakeProtocolServer) -> None:
     attempts: list[str] = []
 

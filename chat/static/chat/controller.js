@@ -235,6 +235,11 @@ export class Tray {
     return true;
   }
 
+  /** Ask for the rest of an answer cut at a limit: the message "Continue", as a suggested reply is sent (no files). */
+  continueAnswer() {
+    return this.send(gettext("Continue"), "value_selected");
+  }
+
   /** Put the last question into the composer for editing; sending it replaces the question and its answer. */
   beginEdit(text) {
     if (this.protocol.following) return;

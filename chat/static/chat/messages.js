@@ -18,6 +18,12 @@ const STATUS_TAGS = {
   streaming: { cls: "stopped", text: gettext_noop("still being written…") },
 };
 
+// Why an answer is unfinished (protocol: complete.payload.stop_reason); the latest such answer offers Continue.
+const UNFINISHED = {
+  max_tokens: gettext_noop("The answer stopped at its length limit."),
+  max_iterations: gettext_noop("The answer stopped at the limit of steps one answer may take."),
+};
+
 /** Normalize a complete payload or a REST message into the one shape the renderer uses. */
 export function normalizeMessage(raw) {
   const message = {
@@ -34,6 +40,7 @@ export function normalizeMessage(raw) {
     feedback: raw.feedback || "",
     feedback_comment: raw.feedback_comment || "",
     payload_outcome: raw.payload_outcome || "",
+    stop_reason: raw.stop_reason || "",
   };
   // A handler may fold its payload into the message instead of opening a panel.
   const handler = message.custom_payload && findPayloadHandler(message.custom_payload.type);
@@ -223,6 +230,17 @@ export function renderAssistantMessage(message, tray, { latest = false } = {}) {
   el.append(messageBody(message, tray));
   const tag = STATUS_TAGS[message.status];
   if (tag) el.append(h("div", { class: `chat-tag chat-tag--${tag.cls}` }, gettext(tag.text)));
+  const unfinished = message.status === "complete" && UNFINISHED[message.stop_reason];
+  if (unfinished) {
+    el.append(
+      h(
+        "div",
+        { class: "chat-unfinished", role: "note" },
+        h("span", {}, gettext(unfinished)),
+        button(gettext("Continue"), () => tray.continueAnswer(), { cls: "chat-link-btn chat-continue" }),
+      ),
+    );
+  }
 
   const payload = message.custom_payload;
   const payloadId = payload?.payload_id !== undefined && payload?.payload_id !== null ? String(payload.payload_id) : null;

@@ -305,13 +305,12 @@ export class TrayView {
     if (!on && !aside) this.scrollToEnd(true);
   }
 
-  /** Regenerate only on the latest answer, Edit only on the latest question. */
+  /** Regenerate and Continue only on the latest answer, Edit only on the latest question. */
   refreshLatestActions() {
     const answers = [...this.log.querySelectorAll(".chat-msg--assistant:not(.chat-msg--live)")];
     const questions = [...this.log.querySelectorAll(".chat-msg--user")];
     answers.forEach((el, i) => {
-      const btn = el.querySelector(".chat-regenerate");
-      if (btn) btn.hidden = i !== answers.length - 1;
+      for (const btn of el.querySelectorAll(".chat-regenerate, .chat-continue")) btn.hidden = i !== answers.length - 1;
     });
     questions.forEach((el, i) => {
       const btn = el.querySelector(".chat-edit");
@@ -377,7 +376,7 @@ export class TrayView {
     this.sendButton.hidden = busy;
     this.stopButton.hidden = !busy;
     this.root.classList.toggle("is-busy", busy);
-    for (const btn of this.log.querySelectorAll(".chat-regenerate, .chat-edit")) btn.disabled = busy;
+    for (const btn of this.log.querySelectorAll(".chat-regenerate, .chat-edit, .chat-continue")) btn.disabled = busy;
     if (stopHadFocus && !busy) this.input.focus(); // the Stop button is gone: never leave focus on <body>
   }
 
