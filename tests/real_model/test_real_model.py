@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from django.test import AsyncClient
 
-from chat.models import Run
+from chat.models import Message, Run
 from chat.providers.anthropic import AnthropicProvider
 from chat.providers.base import MessageEnd, ProviderRequest, TextDelta
 from chat.providers.openai import OpenAIProvider
@@ -152,6 +152,24 @@ async def test_a_rest_turn_through_the_product_with_chat_provider_openai(llama: 
     run = await Run.objects.aget(pk=body["run_id"])
     assert (run.provider, run.model, run.status) == ("openai", "gemma-3-270m", "completed")
     assert run.output_tokens == body["usage"]["output_tokens"]
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic"])
+@pytest.mark.django_db(transaction=True)
+async def test_an_answer_cut_at_the_output_limit_is_marked_unfinished(llama: str, settings: Any, user: Any, name: str) -> None:
+    """The server's own length stop ("length" / "max_tokens") reaches the client as complete.payload.stop_reason."""
+    use_provider(settings, name, llama)
+    settings.CHAT_MAX_TOKENS = 6  # far fewer than an essay needs
+    ws, _ = await ws_connect(user)
+    assert ws is not None
+    await ws.chat("Write a long essay about the history of Paris, with many details.")
+    events = await ws.until_terminal(timeout=120)
+    await ws.close()
+    end = events[-1]
+    assert end["type"] == "complete", end
+    assert end["payload"]["stop_reason"] == "max_tokens" and end["payload"]["usage"]["output_tokens"] <= 6
+    message = await Message.objects.aget(pk=end["payload"]["message_id"])
+    assert message.stop_reason == Message.StopReason.MAX_TOKENS
 
 
 def test_record_a_real_stream(llama: str) -> None:
