@@ -455,7 +455,7 @@ def render_page(server: FakeProtocolServer, query: dict[str, list[str]], path: s
         "api_base": "/api/",
         "is_staff": flag("staff"),
         "offline": flag("offline"),
-        "user": "alice",
+        "user": query.get("user", ["alice"])[0],  # who is signed in (another user in the same tab: ?user=bob)
         "csrf_token": "test-csrf-token",
     }
     tray = render_to_string("chat/tray.html", {"config": config, "csp_nonce": nonce})

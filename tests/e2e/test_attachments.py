@@ -113,6 +113,42 @@ def test_attach_an_image_and_a_pdf_send_reload_and_keep_them_private(attach_serv
     assert missing.status == 404 and missing.body() == other.request.get(attach_server.url + image_url).body()
 
 
+def test_an_uploaded_file_and_the_text_not_sent_yet_survive_a_navigation(attach_server: LiveServer, pages: Callable[..., Page]) -> None:
+    page = pages(attach_server)
+    open_tray(page)
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Attach file").click()
+    chooser.value.set_files([{"name": "draft-chart.png", "mimeType": "image/png", "buffer": png_bytes()}])
+    expect(page.locator(".chat-pending__item")).to_have_count(1)
+    expect(page.locator(".chat-pending__item.is-uploading")).to_have_count(0)
+    page.get_by_label("Message").fill("What does this chart")
+    page.goto(attach_server.url + "/reports/")  # the user follows a link before sending
+    expect(page.locator(".chat-tray")).to_be_visible()
+    chip = page.locator(".chat-pending__item")
+    expect(chip).to_have_count(1)
+    expect(chip).to_contain_text("draft-chart.png")
+    assert image_loaded(page, ".chat-pending__thumb")  # the server's thumbnail: the local preview did not survive
+    box = page.get_by_label("Message")
+    expect(box).to_have_value("What does this chart")
+    box.press("End")
+    box.type(" show?")
+    box.press("Enter")
+    expect(final_messages(page)).to_have_count(1)
+    wait_idle(page)
+    question = page.locator(".chat-msg--user").last
+    expect(question).to_contain_text("What does this chart show?")
+    expect(question.get_by_role("img", name="draft-chart.png")).to_be_visible()
+    stored = attach_server.query(
+        "SELECT a.name FROM pagechat_attachment a JOIN pagechat_message m ON a.message_id = m.id WHERE m.content = ?",
+        "What does this chart show?")
+    assert stored == [("draft-chart.png",)]
+    page.reload()
+    expect(page.locator(".chat-tray")).to_be_visible()
+    expect(page.locator(".chat-pending__item")).to_have_count(0)  # sent: the draft is empty
+    expect(page.get_by_label("Message")).to_have_value("")
+    assert_clean(page)
+
+
 def test_drop_paste_remove_and_refusals(attach_server: LiveServer, pages: Callable[..., Page]) -> None:
     page = pages(attach_server)
     open_tray(page)

@@ -690,6 +690,39 @@ def test_stop_shows_partial_text_marked_stopped(page: Page, server: FakeProtocol
     assert_clean(page)
 
 
+def test_an_unsent_draft_survives_navigation_but_not_sending_or_another_user(page: Page, server: FakeProtocolServer) -> None:
+    async def script(run: FakeRun, frame: dict[str, Any]) -> None:
+        await run.stream_text("Noted.")
+        run.complete(message_html="<p>Noted.</p>")
+
+    server.script = script
+    open_tray(page, server)
+    box = page.get_by_label("Message")
+    box.fill("half of a long question,\nstill being written")
+    page.goto(f"{server.http_url}/reports/")  # a link on the page: a new document in the same tab
+    expect(page.locator(".chat-tray")).to_be_visible()
+    expect(box).to_have_value("half of a long question,\nstill being written")
+    assert page.evaluate("document.querySelector('.chat-input').offsetHeight") > 30  # sized to its two lines
+    box.press("End")
+    box.type(" and done")
+    box.press("Enter")
+    assert server.wait_for_frame("chat.send")[0]["message"] == "half of a long question,\nstill being written and done"
+    expect(final_messages(page)).to_have_count(1)
+    page.reload()
+    expect(final_messages(page)).to_have_count(1)
+    expect(box).to_have_value("")  # sent: no longer a draft
+    # a draft is its writer's: the next user signed in on this tab neither sees it nor gets it back later
+    box.fill("alice's private draft")
+    page.goto(f"{server.http_url}/?user=bob")
+    expect(page.locator(".chat-tray")).to_be_visible()
+    expect(box).to_have_value("")
+    page.goto(f"{server.http_url}/?user=alice")
+    expect(page.locator(".chat-tray")).to_be_visible()
+    expect(box).to_have_value("")
+    assert "private draft" not in page.evaluate("JSON.stringify(sessionStorage)")
+    assert_clean(page)
+
+
 def test_an_answer_cut_at_a_limit_says_so_and_continues(page: Page, server: FakeProtocolServer) -> None:
     async def script(run: FakeRun, frame: dict[str, Any]) -> None:
         if frame["message"] == "Continue":

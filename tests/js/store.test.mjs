@@ -2,7 +2,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 
-import { ConversationStore, STORAGE_KEY, memoryAdapter, webStorageAdapter } from "../../chat/static/chat/store.js";
+import { ConversationStore, DRAFT_MAX_CHARS, STORAGE_KEY, memoryAdapter, webStorageAdapter } from "../../chat/static/chat/store.js";
 import { ProtocolClient, chatSendFrame } from "../../chat/static/chat/protocol.js";
 import { event, fakeNetwork } from "./fakes.mjs";
 
@@ -52,9 +52,27 @@ describe("storage adapters", () => {
 describe("ConversationStore", () => {
   test("restore takes only well-typed values", () => {
     const store = new ConversationStore({ storage: memoryAdapter({ conversationId: 12, open: true, runId: "run-3" }) });
-    assert.deepEqual(store.restore(), { conversationId: 12, runId: "run-3", open: true });
-    const bad = new ConversationStore({ storage: memoryAdapter({ conversationId: "12", open: "yes", runId: 5 }) });
-    assert.deepEqual(bad.restore(), { conversationId: null, runId: null, open: false });
+    const empty = { user: "", text: "", files: [] };
+    assert.deepEqual(store.restore(), { conversationId: 12, runId: "run-3", open: true, draft: empty });
+    const bad = new ConversationStore({ storage: memoryAdapter({ conversationId: "12", open: "yes", runId: 5, draft: "hi" }) });
+    assert.deepEqual(bad.restore(), { conversationId: null, runId: null, open: false, draft: empty });
+    const files = [{ id: "a1", name: "x.png" }, { id: 7, name: "bad id" }, null, { id: "a2" }];
+    const odd = new ConversationStore({ storage: memoryAdapter({ draft: { user: "ann", text: 5, files } }) });
+    assert.deepEqual(odd.restore().draft, { user: "ann", text: "", files: [{ id: "a1", name: "x.png" }] });
+  });
+
+  test("the unsent draft is stored with its writer, and only while there is one", () => {
+    const storage = memoryAdapter();
+    const store = new ConversationStore({ storage });
+    store.setConversation(3);
+    store.setDraft("ann", "half a quest", [{ id: "f1", name: "plan.pdf" }]);
+    assert.deepEqual(storage.load().draft, { user: "ann", text: "half a quest", files: [{ id: "f1", name: "plan.pdf" }] });
+    const next = new ConversationStore({ storage });
+    assert.deepEqual(next.restore().draft, { user: "ann", text: "half a quest", files: [{ id: "f1", name: "plan.pdf" }] });
+    store.setDraft("ann", "", []);
+    assert.deepEqual(storage.load(), { conversationId: 3, open: false, runId: null });
+    store.setDraft("ann", "x".repeat(DRAFT_MAX_CHARS + 1));
+    assert.equal(storage.load().draft, undefined); // too long to store: it stays on screen only
   });
 
   test("conversation, open and run are persisted on every change; seq and messages are not", () => {

@@ -45,6 +45,7 @@ export class Tray {
       cancelEdit: () => this.cancelEdit(),
       editLastQuestion: () => this.editLastQuestion(),
       attach: (files) => this.attach(files),
+      draftChanged: () => this.saveDraft(),
     });
     this.pending = []; // files chosen for the next message: {key, name, status: "uploading"|"ready", data, preview}
     this.editing = false; // the composer holds an edit of the last question
@@ -59,8 +60,22 @@ export class Tray {
 
   /** Pick up the tab's conversation (and a run still streaming) after a page navigation. */
   start() {
-    const { open } = this.store.restore();
+    const { open, draft } = this.store.restore();
+    // what was typed or uploaded and not sent comes back after a navigation or a reload of the tab, to its writer only
+    const mine = draft.user === String(this.config.user ?? "");
+    if (mine && draft.text) this.view.setComposerText(draft.text);
+    if (mine && draft.files.length) {
+      this.pending = draft.files.map((data) => ({ key: `restored-${data.id}`, name: data.name, status: "ready", data, preview: null }));
+      this.showPending();
+    }
+    if (!mine) this.saveDraft(); // someone else's: dropped from storage too
     if (open) this.open({ focus: false }); // reopen after navigation without stealing focus
+  }
+
+  /** Store the composer's unsent text and uploaded files (not an edit of the last question: that is not new text). */
+  saveDraft() {
+    const files = this.pending.filter((p) => p.status === "ready").map((p) => p.data);
+    this.store.setDraft(String(this.config.user ?? ""), this.editing ? "" : this.view.input.value, files);
   }
 
   // ---- what views and pages read ------------------------------------------------------------------
@@ -145,6 +160,7 @@ export class Tray {
     this.view.appendMessage(renderUserMessage(text, this, attachments), { force: true });
     this.store.addMessage({ role: "user", content: text, attachments });
     this.store.lastRequest = { message: text, interactionType, actionMetadata, attachments: attachments.map((a) => a.id) };
+    this.saveDraft(); // sent: no longer a draft (a chip's message leaves the composer's own text as it is)
     this.startRun();
     return true;
   }
@@ -200,6 +216,7 @@ export class Tray {
 
   showPending() {
     this.view.showPending(this.pending, (item) => this.removeAttachment(item));
+    this.saveDraft();
   }
 
   /** The uploaded files' descriptions, now part of the message being sent; the composer's list empties. */
@@ -245,6 +262,7 @@ export class Tray {
     if (this.protocol.following) return;
     this.editing = true;
     this.view.showEditing(true, text);
+    this.saveDraft();
   }
 
   /** The last question into the composer for editing (Up in an empty composer); false when there is none to edit. */

@@ -95,6 +95,7 @@ export class TrayView {
     this.input.addEventListener("input", () => {
       this.autosize();
       this.updateCounter();
+      actions.draftChanged();
     });
     this.maxChars = Number(config.max_message_chars) || 0;
     this.counter = h("div", { class: "chat-counter", id: "chat-counter", "aria-live": "polite", hidden: true });
@@ -339,7 +340,15 @@ export class TrayView {
     this.launcher.setAttribute("aria-expanded", "true");
     this.launcher.setAttribute("aria-label", gettext("Close chat"));
     if (focus) this.input.focus();
+    if (this.input.value) this.autosize(); // a restored draft was set while the panel was hidden (no height then)
     this.scrollToEnd(true);
+  }
+
+  /** Put a restored draft into the composer (after a navigation); its height is set when the panel shows. */
+  setComposerText(text) {
+    this.input.value = text;
+    if (!this.panelEl.hidden) this.autosize();
+    this.updateCounter();
   }
 
   showClosed() {
