@@ -21,7 +21,7 @@ from chat.models import ActionStat, Conversation, Message, PendingApproval, Run,
 from chat.retention import conversation_export, user_conversations_remove
 
 _MESSAGE_INLINE_FIELDS: tuple[str, ...] = (
-    "role", "status", "interaction_type", "content", "suggested_values", "suggested_actions", "custom_payload", "created_at")
+    "role", "status", "replaced", "interaction_type", "content", "suggested_values", "suggested_actions", "custom_payload", "created_at")
 _RUN_INLINE_FIELDS: tuple[str, ...] = (
     "id", "status", "provider", "model", "input_tokens", "output_tokens", "first_token", "duration", "created_at")
 _TOOL_CALL_INLINE_FIELDS: tuple[str, ...] = ("index", "name", "status", "duration_ms", "input", "output")
@@ -159,7 +159,7 @@ class ConversationAdmin(admin.ModelAdmin):
 @admin.register(Message)
 class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "conversation", "role", "status", "interaction_type", "short", "feedback", "created_at"]
-    list_filter = ["role", "status", "interaction_type", "feedback", "payload_outcome", "stop_reason"]
+    list_filter = ["role", "status", "replaced", "interaction_type", "feedback", "payload_outcome", "stop_reason"]
     search_fields = ["content", "conversation__title"]
     readonly_fields = [*(f.name for f in Message._meta.fields), "attachments_list"]
 

@@ -74,6 +74,9 @@ class Message(models.Model):
     payload_outcome = models.CharField(max_length=8, choices=PayloadOutcome.choices, blank=True)
     # why a complete answer is unfinished (blank: it ended as the model meant it to), so the reader can ask it to go on
     stop_reason = models.CharField(max_length=16, choices=StopReason.choices, blank=True)
+    # an answer a regenerate replaced: kept as an earlier version of the new one (the reader may go back to it), but out
+    # of the conversation the model and the message list see
+    replaced = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -81,6 +81,7 @@ def conversation_export(*, conversation: Conversation) -> dict[str, Any]:
                 "payload": m.custom_payload,
                 "feedback": _feedback(m),
                 "attachments": _attachments(m),
+                "replaced": m.replaced,  # an answer a regenerate replaced (an earlier version of the next one)
             }
             for m in messages
         ],
@@ -98,7 +99,8 @@ def conversation_markdown(export: dict[str, Any], *, labels: dict[str, str] | No
     names = {"user": "You", "assistant": "Assistant", **(labels or {})}
     lines = [f"# {export['title'] or 'Conversation'}", "", f"Conversation {export['id']}, started {_when(export['created_at'])}.", ""]
     for m in export["messages"]:
-        lines += [f"## {names.get(m['role'], m['role'])} · {_when(m['created_at'])}", "", m["content"] or "", ""]
+        replaced = " (replaced)" if m.get("replaced") else ""
+        lines += [f"## {names.get(m['role'], m['role'])}{replaced} · {_when(m['created_at'])}", "", m["content"] or "", ""]
         for call in m["tool_history"] or []:
             if isinstance(call, dict):
                 lines.append(f"- tool `{call.get('name') or call.get('tool') or '?'}`")

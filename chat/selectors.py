@@ -34,7 +34,7 @@ def conversation_list(*, user: User, query: str = "") -> QuerySet[Conversation]:
     contains it (case-insensitive)."""
     conversations = Conversation.objects.filter(owner=user)
     if query:
-        said = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=query)
+        said = Message.objects.filter(conversation=OuterRef("pk"), replaced=False, content__icontains=query)
         conversations = conversations.filter(Q(title__icontains=query) | Exists(said))
     return conversations.order_by("-updated_at", "-id")
 
@@ -43,11 +43,23 @@ def conversation_get(*, user: User, conversation_id: int) -> Conversation | None
     return Conversation.objects.filter(pk=conversation_id, owner=user).first()
 
 
-def conversation_messages(*, conversation: Conversation, with_runs: bool = False) -> QuerySet[Message]:
-    """The conversation's messages in order with their attachments; `with_runs` also reads each answer's run (its
-    diagnostics) in the same query."""
+def conversation_messages(*, conversation: Conversation, with_runs: bool = False) -> list[Message]:
+    """The conversation's messages in order with their attachments (replaced ones left out); `with_runs` also reads
+    each answer's run (its diagnostics) in the same query. Each answer's `earlier_versions` holds the answers a
+    regenerate replaced before it (oldest first): the replaced answers after the same question."""
     messages = conversation.messages.order_by("id").prefetch_related("attachments")
-    return messages.select_related("run") if with_runs else messages
+    shown: list[Message] = []
+    replaced: list[Message] = []  # replaced answers since the last message shown
+    for msg in messages.select_related("run") if with_runs else messages:
+        if msg.replaced:
+            if msg.role == Message.Role.ASSISTANT and msg.status != Message.Status.STREAMING:
+                replaced.append(msg)
+            continue
+        # versions of this answer; before a question they were an edited question's answers: versions of nothing shown
+        msg.earlier_versions = replaced if msg.role == Message.Role.ASSISTANT else []  # type: ignore[attr-defined]
+        replaced = []
+        shown.append(msg)
+    return shown
 
 
 def history_window(*, conversation_id: int, limit: int, upto_id: int | None = None) -> tuple[list[StoredMessage], list[dict[str, Any]]]:
@@ -77,7 +89,8 @@ def _history_sql(alias: str, upto: bool) -> str:
 
     return (f"SELECT m.{col(m, 'id')}, m.{col(m, 'role')}, m.{col(m, 'content')}, m.{col(m, 'provider_messages')}, "
             f"m.{col(m, 'payloads')}, EXISTS(SELECT 1 FROM {q(a.db_table)} a WHERE a.{col(a, 'message')} = m.{col(m, 'id')}) "
-            f"FROM {q(m.db_table)} m WHERE m.{col(m, 'conversation')} = %s" + (f" AND m.{col(m, 'id')} < %s" if upto else "")
+            f"FROM {q(m.db_table)} m WHERE m.{col(m, 'conversation')} = %s AND NOT m.{col(m, 'replaced')}"
+            + (f" AND m.{col(m, 'id')} < %s" if upto else "")
             + f" ORDER BY m.{col(m, 'id')} DESC LIMIT %s")
 
 
@@ -109,7 +122,7 @@ def attachment_get(*, user: User, attachment_id: str) -> Attachment | None:
 
 def history_exists(*, conversation_id: int, before_id: int | None) -> bool:
     """True when the conversation has stored messages besides the current turn's two."""
-    qs = Message.objects.filter(conversation_id=conversation_id)
+    qs = Message.objects.filter(conversation_id=conversation_id, replaced=False)
     if before_id is not None:
         qs = qs.filter(id__lt=before_id)
     return qs.count() > 1
@@ -117,7 +130,7 @@ def history_exists(*, conversation_id: int, before_id: int | None) -> bool:
 
 def _recent_assistant(conversation_id: int) -> QuerySet[Message]:
     """Assistant messages among the conversation's last PAYLOAD_SCAN_LIMIT messages (a bounded scan)."""
-    recent = Message.objects.filter(conversation_id=conversation_id).order_by("-id").values("id")[:PAYLOAD_SCAN_LIMIT]
+    recent = Message.objects.filter(conversation_id=conversation_id, replaced=False).order_by("-id").values("id")[:PAYLOAD_SCAN_LIMIT]
     return Message.objects.filter(id__in=recent, role=Message.Role.ASSISTANT).exclude(payloads=[])
 
 

@@ -297,18 +297,39 @@ class ObjectOrNullField(serializers.JSONField):
     """A JSON object or null (drf-spectacular would say `oneOf: [{}, null]`, which null matches twice)."""
 
 
+class EarlierVersionSerializer(serializers.ModelSerializer):
+    """An answer a regenerate replaced: read-only, kept so the reader can go back to it."""
+
+    message_html = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Message
+        fields = ["id", "content", "message_html", "tool_history", "stop_reason", "created_at"]
+        read_only_fields = fields
+
+    def get_message_html(self, obj: Message) -> str:
+        return render_markdown(obj.content)
+
+
 class MessageSerializer(serializers.ModelSerializer):
     message_html = serializers.SerializerMethodField()
     custom_payload = ObjectOrNullField(read_only=True)
     run_id = serializers.SerializerMethodField()
     diagnostics = serializers.SerializerMethodField(help_text="The run's diagnostics; staff only (null for everyone else)")
     attachments = AttachmentSerializer(many=True, read_only=True)
+    earlier_versions = serializers.SerializerMethodField(
+        help_text="An answer's earlier versions, replaced by regenerating it, oldest first (empty for questions)")
 
     class Meta:
         model = Message
         fields = ["id", "role", "content", "message_html", "interaction_type", "suggested_values", "suggested_actions",
                   "custom_payload", "tool_history", "status", "run_id", "feedback", "feedback_comment", "payload_outcome",
-                  "stop_reason", "diagnostics", "attachments", "created_at"]
+                  "stop_reason", "diagnostics", "attachments", "earlier_versions", "created_at"]
+
+    @extend_schema_field(EarlierVersionSerializer(many=True))
+    def get_earlier_versions(self, obj: Message) -> list[dict[str, Any]]:
+        """Filled in by selectors.conversation_messages; a message read on its own lists none."""
+        return list(EarlierVersionSerializer(getattr(obj, "earlier_versions", []), many=True).data)
 
     def get_run_id(self, obj: Message) -> str | None:
         return str(obj.run_id) if obj.run_id else None

@@ -48,7 +48,9 @@ class ChatSend(ClientFrameModel):
     replace_last: Literal["answer", "question"] | None = Field(default=None, description=(
         "Addition to v1: `answer` regenerates the conversation's last answer (a new run answers the last question "
         "again; `message` is ignored, the question is not stored twice); `question` replaces the last question "
-        "with `message` and answers it. The replaced answer (and question) are deleted. Needs `conversation_id`."
+        "with `message` and answers it. A regenerate keeps the replaced answer, marked replaced: out of the conversation the "
+        "model and the message list see, listed in the new answer's `earlier_versions`; an edit deletes the replaced "
+        "question and its answer. Needs `conversation_id`."
     ))
     attachments: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(default=None, max_length=20, description=(
         "Addition to v1: ids of attachments the sender uploaded (`POST <api>attachments/`) and has not sent yet; they "

@@ -161,10 +161,11 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
             conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
             if conversation is None:
                 raise NotFound("conversation not found")
-            question = conversation.messages.filter(role=Message.Role.USER).exclude(interaction_type="tool_result").order_by("-id").first()
+            shown = conversation.messages.filter(replaced=False)
+            question = shown.filter(role=Message.Role.USER).exclude(interaction_type="tool_result").order_by("-id").first()
             if question is None:
                 raise BadRequest("there is no answer to regenerate")
-            answers = conversation.messages.filter(id__gt=question.pk)
+            answers = shown.filter(id__gt=question.pk)
             if message_id is not None and not answers.filter(pk=message_id, role=Message.Role.ASSISTANT).exists():
                 raise BadRequest("only the last answer can be regenerated")
             frame = ChatSend.model_validate({
@@ -178,7 +179,7 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
             running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
             if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER:
                 raise RateLimited("too many runs in progress")
-            answers.delete()  # the answer (and any continuation of it) is replaced by the new one
+            answers.update(replaced=True)  # the answer (and any continuation of it): an earlier version of the new one
             if client_message_id:  # a resend of this regenerate finds its run through the question
                 question.client_message_id = client_message_id
                 question.save(update_fields=["client_message_id", "updated_at"])
@@ -283,10 +284,12 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
         if nonce is not None:
             UsedActionToken.objects.create(nonce=nonce)
         if frame.replace_last == "question" and conversation is not None:  # an edit: the last question and its answer go
-            question = conversation.messages.filter(role=Message.Role.USER).order_by("-id").first()
+            shown = conversation.messages.filter(replaced=False)
+            question = shown.filter(role=Message.Role.USER).order_by("-id").first()
             if question is None:
                 raise BadRequest("replace_last: the conversation has no question yet")
-            conversation.messages.filter(id__gte=question.pk).delete()
+            # deleted, files too (unlike a regenerate's answer): the user replaced their own words, perhaps to take a file back
+            shown.filter(id__gte=question.pk).delete()
         answered = _client_calls_answered(conversation, extras)
         created = conversation is None
         if conversation is None:
@@ -351,7 +354,7 @@ def _client_calls_answered(conversation: Conversation | None, extras: TurnExtras
     Names and inputs come from the stored calls, never from what the client re-sends."""
     if not extras.tool_results:
         return []
-    last = conversation.messages.order_by("-id").first() if conversation is not None else None
+    last = conversation.messages.filter(replaced=False).order_by("-id").first() if conversation is not None else None
     pending: dict[str, AnsweredCall] = {}
     if last is not None and last.role == Message.Role.ASSISTANT and last.status == Message.Status.COMPLETE:
         answered = {b.get("tool_use_id") for m in last.provider_messages if m.get("role") == "user" and isinstance(m.get("content"), list)

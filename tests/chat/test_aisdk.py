@@ -87,9 +87,10 @@ async def test_only_the_trailing_message_regenerate_and_resume(user: Any, script
     regen = {"id": "c3", "messages": data["messages"], "trigger": "regenerate-message", "messageId": last_id}
     r, out = await post(client, regen)
     assert r.status_code == 200 and out[0]["messageId"] != last_id
-    assert [(m.role, m.content) async for m in conv.messages.order_by("id")] == [
+    assert [(m.role, m.content) async for m in conv.messages.filter(replaced=False).order_by("id")] == [
         ("user", "first"), ("assistant", "one"), ("user", "second"), ("assistant", "two again")]
-    r, _ = await post(client, {**regen, "messageId": last_id})  # that answer is gone now
+    assert [m.content async for m in conv.messages.filter(replaced=True)] == ["two"]  # kept as an earlier version
+    r, _ = await post(client, {**regen, "messageId": last_id})  # that answer is no longer the last one
     assert r.status_code == 400 and check_http(400, r.content)["code"] == "bad_frame"
     # resume: nothing running -> 204; a running turn -> its stream from the start
     assert (await client.get(f"{URL}/c3/stream")).status_code == 204

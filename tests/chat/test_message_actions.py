@@ -16,8 +16,10 @@ from tests.conftest import ws_connect
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _rows(conversation_id: int) -> list[tuple[str, str]]:
-    return list(Message.objects.filter(conversation_id=conversation_id).order_by("id").values_list("role", "content"))
+def _rows(conversation_id: int, *, replaced: bool = False) -> list[tuple[str, str]]:
+    """The conversation as the model and the message list see it (`replaced=True`: the answers regenerates replaced)."""
+    rows = Message.objects.filter(conversation_id=conversation_id, replaced=replaced).order_by("id")
+    return list(rows.values_list("role", "content"))
 
 
 async def _turn(ws: Any, message: str, **fields: Any) -> list[dict[str, Any]]:
@@ -37,11 +39,42 @@ async def test_regenerate_makes_a_new_run_and_keeps_one_question(user: Any, scri
     assert events[-1]["run_id"] != first["run_id"]
     rows = await database_sync_to_async(_rows)(conv_id)
     assert rows == [("user", "What is a stream?"), ("assistant", "second answer")]
+    # the first answer is kept, as the second one's earlier version, and nothing else sees it
+    assert await database_sync_to_async(_rows)(conv_id, replaced=True) == [("assistant", "first answer")]
     runs = await database_sync_to_async(lambda: list(Run.objects.filter(conversation_id=conv_id).values_list("user_message__content", flat=True)))()
     assert runs == ["What is a stream?", "What is a stream?"]  # two runs, one question
-    # the model was asked the stored question again, not an empty message
+    # the model was asked the stored question again, not an empty message, and not shown the answer it replaces
     assert "What is a stream?" in str(scripted.requests[-1].messages[-1])
+    assert "first answer" not in str(scripted.requests[-1].messages)
     await ws.close()
+
+
+def test_a_regenerated_answer_lists_the_answers_it_replaced(user: Any, scripted: Any) -> None:
+    from tests.conftest import token_for
+
+    client = Client(headers={"Authorization": f"Token {token_for(user)}"})
+    scripted.enqueue(s.text("one"), s.text("two"), s.text("three **bold**"), s.text("next answer"))
+    conv = client.post("/api/chat", {"message": "q1"}, content_type="application/json").json()["conversation_id"]
+    for _ in range(2):
+        r = client.post("/api/chat", {"message": "", "conversation_id": conv, "replace_last": "answer"}, content_type="application/json")
+        assert r.status_code == 200, r.content
+    client.post("/api/chat", {"message": "q2", "conversation_id": conv}, content_type="application/json")
+    messages = client.get(f"/api/conversations/{conv}/").json()["messages"]
+    assert [(m["role"], m["content"]) for m in messages] == [("user", "q1"), ("assistant", "three **bold**"), ("user", "q2"),
+                                                            ("assistant", "next answer")]
+    versions = messages[1]["earlier_versions"]
+    assert [v["content"] for v in versions] == ["one", "two"]  # oldest first
+    assert set(versions[0]) == {"id", "content", "message_html", "tool_history", "stop_reason", "created_at"}
+    assert versions[0]["message_html"] == "<p>one</p>\n"
+    assert messages[0]["earlier_versions"] == [] and messages[3]["earlier_versions"] == []
+    # the search and the export see the conversation as the list does; the export keeps the versions, marked
+    assert client.get("/api/conversations/", {"q": "two"}).json() == []
+    export = client.get(f"/api/conversations/{conv}/export/").json()["messages"]
+    assert [(m["content"], m["replaced"]) for m in export] == [
+        ("q1", False), ("one", True), ("two", True), ("three **bold**", False), ("q2", False), ("next answer", False)]
+    # someone else gets nothing of it
+    other = Client(headers={"Authorization": f"Token {token_for(user.__class__.objects.create_user(username='eve', password='pw'))}"})
+    assert other.get(f"/api/conversations/{conv}/").status_code == 404
 
 
 async def test_a_resent_regenerate_starts_nothing_new(user: Any, scripted: Any) -> None:

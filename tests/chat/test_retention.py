@@ -46,7 +46,7 @@ def test_export_json_has_the_documented_shape(user: Any) -> None:
     assert set(data) == {"id", "title", "created_at", "messages"} and data["id"] == conv.pk and data["title"] == "Lung cancer"
     assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
     for m in data["messages"]:
-        assert set(m) == {"role", "content", "created_at", "tool_history", "payload", "feedback", "attachments"}
+        assert set(m) == {"role", "content", "created_at", "tool_history", "payload", "feedback", "attachments", "replaced"}
     assert data["messages"][1]["payload"]["type"] == "search_results" and data["messages"][1]["tool_history"][0]["name"] == "search_articles"
     # no format given: JSON too
     assert json.loads(api(user).get(f"/api/conversations/{conv.pk}/export/").content)["id"] == conv.pk

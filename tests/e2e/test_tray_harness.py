@@ -723,6 +723,42 @@ def test_an_unsent_draft_survives_navigation_but_not_sending_or_another_user(pag
     assert_clean(page)
 
 
+def test_regenerate_keeps_the_earlier_answer_as_a_version_to_page_back_to(page: Page, server: FakeProtocolServer) -> None:
+    takes = iter(["The first take.", "The second take.", "The third take."])
+
+    async def script(run: FakeRun, frame: dict[str, Any]) -> None:
+        text = next(takes)
+        await run.stream_text(text)
+        run.complete(message_html=f"<p>{text}</p>")
+
+    server.script = script
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.http_url)
+    open_tray(page, server)
+    send(page, "try twice")
+    expect(final_messages(page).last).to_contain_text("The first take.")
+    expect(page.get_by_role("group", name="Versions of this answer")).to_have_count(0)  # one version: no pager
+    for n, text in ((2, "The second take."), (3, "The third take.")):
+        final_messages(page).last.get_by_role("button", name="Regenerate").click()
+        expect(final_messages(page).last.locator(".chat-bubble")).to_have_text(text)
+        expect(final_messages(page).last.get_by_role("group", name="Versions of this answer")).to_contain_text(f"{n} / {n}")
+    assert [f["replace_last"] for f in server.frames_of("chat.send")[1:]] == ["answer", "answer"]
+    answer = final_messages(page).last
+    pager = answer.get_by_role("group", name="Versions of this answer")
+    pager.get_by_role("button", name="Previous version").click()
+    pager.get_by_role("button", name="Previous version").click()
+    expect(pager).to_contain_text("1 / 3")
+    expect(answer.locator(".chat-bubble")).to_have_text("The first take.")
+    expect(pager.get_by_role("button", name="Previous version")).to_be_disabled()
+    answer.get_by_role("button", name="Copy", exact=True).click()  # copies the version shown
+    expect(page.locator(".chat-notice")).to_have_text("Copied to clipboard.")
+    assert page.evaluate("navigator.clipboard.readText()") == "The first take."
+    shot(page, "10c_answer_versions")
+    pager.get_by_role("button", name="Next version").click()
+    expect(answer.locator(".chat-bubble")).to_have_text("The second take.")
+    expect(final_messages(page)).to_have_count(1)
+    assert_clean(page)
+
+
 def test_an_answer_cut_at_a_limit_says_so_and_continues(page: Page, server: FakeProtocolServer) -> None:
     async def script(run: FakeRun, frame: dict[str, Any]) -> None:
         if frame["message"] == "Continue":

@@ -152,12 +152,25 @@ def test_regenerate_makes_a_new_run_and_keeps_one_question(open_page: Callable[.
     site_server.wait_for_row("SELECT 1 FROM pagechat_run WHERE conversation_id = ? AND status = 'completed' GROUP BY conversation_id HAVING count(*) = 2", cid)
     runs = site_server.query("SELECT id FROM pagechat_run WHERE conversation_id = ?", cid)
     assert len(runs) == 2 and first_run[0] in runs
-    rows = site_server.query("SELECT role, content FROM pagechat_message WHERE conversation_id = ? ORDER BY id", cid)
+    rows = site_server.query("SELECT role, content FROM pagechat_message WHERE conversation_id = ? AND NOT replaced ORDER BY id", cid)
     assert [r[0] for r in rows] == ["user", "assistant"] and rows[0][1] == "hello there"
-    # After a reload: still one question and one answer.
+    # the first answer is kept as an earlier version: a pager ("2 / 2") pages back to it
+    (kept,) = site_server.query("SELECT content FROM pagechat_message WHERE conversation_id = ? AND replaced", cid)
+    pager = final_messages(page).last.get_by_role("group", name="Versions of this answer")
+    expect(pager).to_contain_text("2 / 2")
+    expect(pager.get_by_role("button", name="Next version")).to_be_disabled()
+    pager.get_by_role("button", name="Previous version").click()
+    expect(pager).to_contain_text("1 / 2")
+    expect(final_messages(page).last.locator(".chat-bubble")).to_contain_text(kept[0].replace("**", "")[:60])  # rendered
+    expect(final_messages(page).last.get_by_role("button", name="Good response")).to_be_hidden()  # the latest's own
+    pager.get_by_role("button", name="Next version").click()
+    expect(pager).to_contain_text("2 / 2")
+    expect(final_messages(page).last.get_by_role("button", name="Good response")).to_be_visible()
+    # After a reload: still one question and one answer, with its earlier version.
     page.reload()
     expect(final_messages(page)).to_have_count(1)
     expect(page.locator(".chat-bubble--user")).to_have_count(1)
+    expect(final_messages(page).last.get_by_role("group", name="Versions of this answer")).to_contain_text("2 / 2")
     assert_clean(page)
 
 

@@ -19,6 +19,12 @@ import { TrayView } from "./view.js";
 import { copyText } from "./dom.js";
 import { formatNumber, gettext, interpolate, ngettext, pageLanguage, errorText, setLanguage, currentLanguage } from "./i18n.js";
 
+/** An answer as one of a later answer's earlier versions (the REST shape of `earlier_versions` items). */
+function versionOf(message) {
+  const { id, content, message_html, tool_history, stop_reason } = message;
+  return { id, content, message_html, tool_history, stop_reason };
+}
+
 export class Tray {
   /**
    * @param {HTMLElement} root
@@ -49,6 +55,7 @@ export class Tray {
     });
     this.pending = []; // files chosen for the next message: {key, name, status: "uploading"|"ready", data, preview}
     this.editing = false; // the composer holds an edit of the last question
+    this.replacedVersions = null; // a regenerate's replaced answer and its versions, for the answer that replaces it
     // The browser's own view of the network: warn at once instead of "Thinking…" for 30 s.
     window.addEventListener("offline", () => this.onNetwork(false));
     window.addEventListener("online", () => this.onNetwork(true));
@@ -156,6 +163,7 @@ export class Tray {
     this.showChat();
     this.view.clearError();
     this.view.removeSuggestions();
+    this.replacedVersions = null; // a new question: its answer replaces nothing
     const attachments = withFiles ? this.takePending() : [];
     this.view.appendMessage(renderUserMessage(text, this, attachments), { force: true });
     this.store.addMessage({ role: "user", content: text, attachments });
@@ -246,6 +254,9 @@ export class Tray {
     if (!question) return false;
     this.view.clearError();
     this.view.removeSuggestions();
+    // the server keeps the answer being replaced as an earlier version of the next one: so does the tray
+    const old = this.store.lastRole === "assistant" ? this.store.messages.at(-1) : null;
+    this.replacedVersions = old ? [...(old.earlier_versions || []), ...(old.content ? [versionOf(old)] : [])] : [];
     this.dropTrailing("assistant");
     this.store.lastRequest = { message: question.content, interactionType: "text_input", actionMetadata: null, replaceLast: "answer" };
     this.startRun();
@@ -473,6 +484,8 @@ export class Tray {
   }
 
   addAssistantMessage(message) {
+    if (this.replacedVersions?.length && !message.earlier_versions.length) message.earlier_versions = this.replacedVersions;
+    this.replacedVersions = null;
     this.view.removeSuggestions();
     this.view.appendMessage(renderAssistantMessage(message, this, { latest: true }));
     this.store.addMessage(message);

@@ -7,7 +7,7 @@ import { h, button, icon, ICONS, jsonText } from "./dom.js";
 import { renderHtml, renderText } from "./markdown.js";
 import { runSuggestedAction } from "./actions.js";
 import { findPayloadHandler } from "./registry.js";
-import { gettext, gettext_noop, interpolate, outcomeLabel, titleInSentence } from "./i18n.js";
+import { formatNumber, gettext, gettext_noop, interpolate, outcomeLabel, titleInSentence } from "./i18n.js";
 
 const STYLES = new Set(["primary", "secondary", "warning"]);
 // Message statuses (from the run's end) that deserve a visible tag.
@@ -41,6 +41,8 @@ export function normalizeMessage(raw) {
     feedback_comment: raw.feedback_comment || "",
     payload_outcome: raw.payload_outcome || "",
     stop_reason: raw.stop_reason || "",
+    // answers a regenerate replaced, oldest first (the reader can page back to them)
+    earlier_versions: Array.isArray(raw.earlier_versions) ? raw.earlier_versions.filter((v) => v && typeof v.content === "string") : [],
   };
   // A handler may fold its payload into the message instead of opening a panel.
   const handler = message.custom_payload && findPayloadHandler(message.custom_payload.type);
@@ -126,10 +128,13 @@ function actionButton(name, path, onClick, cls = "") {
   return h("button", { type: "button", class: `chat-msg-action ${cls}`, "aria-label": name, title: name, onclick: onClick }, icon(path, "chat-icon"));
 }
 
-/** Copy, Regenerate (the latest answer only), Good response / Bad response (pressed state = stored feedback). */
-function messageActions(message, tray) {
+/**
+ * Copy (the version shown), Regenerate (the latest answer only), Good response / Bad response (pressed state =
+ * stored feedback).
+ */
+function messageActions(message, tray, shown = () => message) {
   const bar = h("div", { class: "chat-msg__actions", role: "group", "aria-label": gettext("Answer actions") });
-  bar.append(actionButton(gettext("Copy"), ACTION_ICONS.copy, (e) => tray.copy(message.content, e.currentTarget), "chat-copy"));
+  bar.append(actionButton(gettext("Copy"), ACTION_ICONS.copy, (e) => tray.copy(shown().content, e.currentTarget), "chat-copy"));
   bar.append(actionButton(gettext("Regenerate"), ACTION_ICONS.regenerate, () => tray.regenerate(), "chat-regenerate"));
   if (message.id !== null && message.id !== undefined) {
     const good = actionButton(gettext("Good response"), ACTION_ICONS.good, () => tray.feedback(message, "good", bar), "chat-feedback chat-feedback--good");
@@ -173,7 +178,7 @@ export function toolCard(index, entry) {
  */
 function messageBody(message, tray) {
   const body = h("div", { class: "chat-bubble chat-bubble--assistant chat-md" });
-  const card = (index) => toolCard(index, message.tool_history[index]);
+  const card = (index) => toolCard(index, (message.tool_history || [])[index]);
   const options = { copyCode: (text, btn) => tray.copy(text, btn) };
   body.append(message.message_html ? renderHtml(message.message_html, card, options) : renderText(message.content, card, options));
   return body;
@@ -224,10 +229,35 @@ function suggestedActionButton(action, style, tray) {
   return btn;
 }
 
+/**
+ * "‹ 2 / 3 ›" under an answer with earlier versions: shows one of them in place of the answer's body (the latest is
+ * the answer itself, which alone keeps its feedback, card and suggestions).
+ */
+function versionPager(el, message, tray, onShow) {
+  const versions = [...message.earlier_versions, message];
+  let index = versions.length - 1;
+  const position = h("span", { class: "chat-versions__position" });
+  const prev = actionButton(gettext("Previous version"), "M15 5l-7 7 7 7", () => show(index - 1), "chat-version-prev");
+  const next = actionButton(gettext("Next version"), "M9 5l7 7-7 7", () => show(index + 1), "chat-version-next");
+  const show = (i) => {
+    index = Math.max(0, Math.min(versions.length - 1, i));
+    onShow(versions[index]);
+    el.classList.toggle("is-earlier-version", index < versions.length - 1);
+    position.textContent = interpolate(gettext("%(index)s / %(count)s"), { index: formatNumber(index + 1), count: formatNumber(versions.length) });
+    prev.disabled = index === 0;
+    next.disabled = index === versions.length - 1;
+  };
+  const pager = h("div", { class: "chat-versions", role: "group", "aria-label": gettext("Versions of this answer") }, prev, position, next);
+  show(index);
+  return pager;
+}
+
 /** A whole assistant message: bubble, status tag, payload/diagnostics buttons, suggestions. */
 export function renderAssistantMessage(message, tray, { latest = false } = {}) {
   const el = h("div", { class: "chat-msg chat-msg--assistant", dataset: { messageId: String(message.id ?? "") } });
-  el.append(messageBody(message, tray));
+  let body = messageBody(message, tray);
+  let shown = message;
+  el.append(body);
   const tag = STATUS_TAGS[message.status];
   if (tag) el.append(h("div", { class: `chat-tag chat-tag--${tag.cls}` }, gettext(tag.text)));
   const unfinished = message.status === "complete" && UNFINISHED[message.stop_reason];
@@ -257,7 +287,17 @@ export function renderAssistantMessage(message, tray, { latest = false } = {}) {
     tools.append(button(gettext("Diagnostics"), () => tray.openDiagnostics(message.diagnostics), { cls: "chat-link-btn chat-diagnostics-btn" }));
   }
   if (tools.childElementCount) el.append(tools);
-  el.append(messageActions(message, tray));
+  const actions = messageActions(message, tray, () => shown);
+  if (message.earlier_versions.length) {
+    actions.prepend(versionPager(el, message, tray, (version) => {
+      if (version === shown) return;
+      const next = messageBody(version, tray);
+      body.replaceWith(next);
+      body = next;
+      shown = version;
+    }));
+  }
+  el.append(actions);
   // Chips and actions only on the latest answer; its action buttons are disabled once its proposal is decided.
   if (latest) {
     const suggestions = renderSuggestions(message, tray);

@@ -50,6 +50,6 @@ def test_a_regenerate_replaces_the_answer_with_a_new_empty_one(user: Any, script
     Run.objects.filter(pk=record.run_id).update(status=Run.Status.COMPLETED)
     Message.objects.filter(pk=record.assistant_message_id).update(status=Message.Status.COMPLETE, content="hello")
     _, again, _ = _regenerate_db(user, record.conversation_id, None, None, scripted())
-    assert not Message.objects.filter(pk=record.assistant_message_id).exists()
+    assert Message.objects.get(pk=record.assistant_message_id).replaced  # kept, as an earlier version
     answer = _answer_of(again.run_id)
     assert (answer.pk, answer.status, answer.content) == (again.assistant_message_id, Message.Status.STREAMING, "")
