@@ -1014,6 +1014,34 @@ def test_message_html_is_sanitized_again(page: Page, server: FakeProtocolServer)
     assert_clean(page, allowed_csp=("script-src-attr inline",))
 
 
+def test_code_is_coloured_without_becoming_markup(page: Page, server: FakeProtocolServer) -> None:
+    """Code that looks like HTML is coloured as text: highlight.js's output is sanitized again and used only if the
+    text is unchanged; a language it does not know, and code in no language, stay plain."""
+    evil = '<img src="x" onerror="window.__xss=1"><script>window.__xss=2</script>'
+    escaped = evil.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+    async def script(run: FakeRun, frame: dict[str, Any]) -> None:
+        run.complete(message="code", message_html=(
+            f'<pre><code class="language-html">{escaped}</code></pre>'
+            '<pre><code class="language-nosuchlang">plain words</code></pre><pre><code>no language</code></pre>'))
+
+    server.script = script
+    open_tray(page, server)
+    send(page, "show me html")
+    blocks = final_messages(page).locator("pre code")
+    expect(blocks.nth(0)).to_have_class(re.compile(r"\bhljs\b"))
+    expect(blocks.nth(0).locator(".hljs-tag").first).to_be_visible()
+    assert blocks.nth(0).inner_text() == evil
+    bubble = final_messages(page).locator(".chat-bubble")
+    assert bubble.locator("img").count() == 0 and bubble.locator("script").count() == 0
+    assert page.evaluate("window.__xss") is None
+    assert blocks.nth(0).evaluate("el => [...el.querySelectorAll('*')].every(n => n.tagName === 'SPAN')")
+    for plain in (blocks.nth(1), blocks.nth(2)):
+        expect(plain).not_to_have_class(re.compile(r"\bhljs\b"))
+        assert plain.locator("span").count() == 0
+    assert_clean(page)
+
+
 def test_narrow_screen_is_full_width(browser: Browser, server: FakeProtocolServer) -> None:
     server.script = proposal_turn
     context = browser.new_context(viewport={"width": 390, "height": 760})

@@ -3,7 +3,8 @@
  * answer does not change shape when it completes): marked (GitHub-flavoured markdown, vendored
  * in ./vendor/ with its licence) renders, DOMPurify (vendored too) sanitizes with an allowlist
  * that mirrors the server's (chat/rendering.py): no raw HTML, no images, no styles, no scripts.
- * `[[tool:N]]` markers become whatever `toolSlot(index)` returns; code blocks get a Copy button.
+ * `[[tool:N]]` markers become whatever `toolSlot(index)` returns; code blocks get a Copy button and, in a
+ * final answer, colours (highlight.js, vendored too, loaded the first time a final answer has code).
  */
 import { Marked } from "./vendor/marked.esm.js";
 import DOMPurify from "./vendor/purify.es.js";
@@ -81,6 +82,34 @@ const PURIFY_CONFIG = {
   RETURN_DOM_FRAGMENT: true,
 };
 
+// Code colouring: highlight.js escapes the code it is given; its markup still goes through a sanitizer of its own
+// that keeps nothing but <span> with highlight.js's own classes, and is used only if the text is unchanged.
+const HIGHLIGHT_MAX_CHARS = 20_000; // longer blocks stay plain: colouring them would hold up the page
+const HIGHLIGHT_CLASS = /^(?:hljs-[a-z_-]{1,30}(?: [a-z]{1,30}_{1,4}){0,4}|language-[a-z0-9-]{1,30})$/;
+const codePurifier = DOMPurify(window);
+codePurifier.addHook("uponSanitizeAttribute", (node, data) => {
+  if (data.attrName === "class" && !HIGHLIGHT_CLASS.test(data.attrValue)) data.keepAttr = false;
+});
+const CODE_PURIFY_CONFIG = { ALLOWED_TAGS: ["span"], ALLOWED_ATTR: ["class"], RETURN_DOM_FRAGMENT: true };
+let highlighter = null;
+
+/** highlight.js, imported once on first use (null if it cannot load: the code then stays plain). */
+function loadHighlighter() {
+  highlighter ??= import("./vendor/highlight.min.js").then((module) => module.default, () => null);
+  return highlighter;
+}
+
+/** Colour a final answer's code block of a language highlight.js knows; the text itself never changes. */
+async function highlightCode(code, language) {
+  const hljs = await loadHighlighter();
+  const text = code.textContent;
+  if (!hljs || !hljs.getLanguage(language) || text.length > HIGHLIGHT_MAX_CHARS) return;
+  const coloured = codePurifier.sanitize(hljs.highlight(text, { language, ignoreIllegals: true }).value, CODE_PURIFY_CONFIG);
+  if (coloured.textContent !== text || code.textContent !== text) return;
+  code.replaceChildren(coloured);
+  code.classList.add("hljs");
+}
+
 /** Sanitize an HTML string with the tray's one allowlist; returns an inert fragment. */
 export function sanitizeMarkdownHtml(html) {
   return purifier.sanitize(html, PURIFY_CONFIG);
@@ -95,7 +124,8 @@ export function withoutPartialMarker(text) {
  * Render model text into a fragment of safe DOM nodes.
  * @param {string} text  markdown from the model (untrusted)
  * @param {(index: number) => Node} toolSlot  the card for tool_history[index]
- * @param {{copyCode?: (text: string, button: HTMLElement) => void}} options
+ * @param {{copyCode?: (text: string, button: HTMLElement) => void, highlight?: boolean}} options  highlight: colour
+ *   code (a final answer; the live stream is re-rendered every frame and stays plain)
  */
 export function renderText(text, toolSlot = null, options = {}) {
   return renderHtml(marked.parse(String(text || "")), toolSlot, options);
@@ -105,7 +135,7 @@ export function renderText(text, toolSlot = null, options = {}) {
  * Render HTML (marked's, or the server's message_html: untrusted either way) through the same
  * sanitizer, then the same finishing: tool cards in their slots, code blocks with Copy, tables that scroll.
  */
-export function renderHtml(html, toolSlot = null, { copyCode = null } = {}) {
+export function renderHtml(html, toolSlot = null, { copyCode = null, highlight = false } = {}) {
   const fragment = sanitizeMarkdownHtml(typeof html === "string" ? html : "");
   for (const slot of fragment.querySelectorAll(".tool-slot[data-tool-index]")) {
     const card = toolSlot ? toolSlot(Number(slot.dataset.toolIndex)) : null;
@@ -115,7 +145,7 @@ export function renderHtml(html, toolSlot = null, { copyCode = null } = {}) {
     else if (card) slot.replaceWith(card);
     else slot.remove();
   }
-  for (const pre of fragment.querySelectorAll("pre")) decorateCode(pre, copyCode);
+  for (const pre of fragment.querySelectorAll("pre")) decorateCode(pre, copyCode, highlight);
   for (const table of fragment.querySelectorAll("table")) {
     // wide tables scroll inside the bubble instead of widening the tray
     const wrap = h("div", { class: "chat-table-wrap", tabindex: "0", role: "region", "aria-label": gettext("Table") });
@@ -125,11 +155,12 @@ export function renderHtml(html, toolSlot = null, { copyCode = null } = {}) {
   return fragment;
 }
 
-/** A code block with its language and a Copy button. */
-function decorateCode(pre, copyCode) {
+/** A code block with its language and a Copy button; coloured when `highlight` and its language is known. */
+function decorateCode(pre, copyCode, highlight) {
   pre.classList.add("chat-code");
   const code = pre.querySelector("code");
   const language = [...(code?.classList ?? [])].find((c) => c.startsWith("language-"))?.slice(9) ?? "";
+  if (highlight && code && language) highlightCode(code, language.toLowerCase());
   const copy = h("button", { type: "button", class: "chat-code-copy", "aria-label": gettext("Copy") }, gettext("Copy"));
   copy.addEventListener("click", () => copyCode?.(code ? code.textContent : pre.textContent, copy));
   const header = h("div", { class: "chat-code-header" }, h("span", { class: "chat-code-lang" }, language || "code"), copy);

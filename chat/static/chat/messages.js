@@ -179,7 +179,7 @@ export function toolCard(index, entry) {
 function messageBody(message, tray) {
   const body = h("div", { class: "chat-bubble chat-bubble--assistant chat-md" });
   const card = (index) => toolCard(index, (message.tool_history || [])[index]);
-  const options = { copyCode: (text, btn) => tray.copy(text, btn) };
+  const options = { copyCode: (text, btn) => tray.copy(text, btn), highlight: true };
   body.append(message.message_html ? renderHtml(message.message_html, card, options) : renderText(message.content, card, options));
   return body;
 }
@@ -236,7 +236,7 @@ function suggestedActionButton(action, style, tray) {
 function versionPager(el, message, tray, onShow) {
   const versions = [...message.earlier_versions, message];
   let index = versions.length - 1;
-  const position = h("span", { class: "chat-versions__position" });
+  const position = h("span", { class: "chat-versions__position", "aria-live": "polite" }); // "1 / 3" is read out on a change
   const prev = actionButton(gettext("Previous version"), "M15 5l-7 7 7 7", () => show(index - 1), "chat-version-prev");
   const next = actionButton(gettext("Next version"), "M9 5l7 7-7 7", () => show(index + 1), "chat-version-next");
   const show = (i) => {
