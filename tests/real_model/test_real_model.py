@@ -113,20 +113,25 @@ def use_provider(settings: Any, name: str, llama: str) -> None:
     settings.CHAT_PROVIDER_TIMEOUT = 120
 
 
+async def ws_turn(user: Any, message: str) -> list[dict[str, Any]]:
+    """One turn over the websocket: its events, the last of them `complete` (every frame checked against the schema)."""
+    ws, _ = await ws_connect(user)
+    assert ws is not None
+    await ws.chat(message)
+    events = await ws.until_terminal(timeout=120)
+    await ws.close()
+    assert events[-1]["type"] == "complete", events[-1]
+    return list(events)
+
+
 @pytest.mark.parametrize("name", ["openai", "anthropic"])
 @pytest.mark.django_db(transaction=True)
 async def test_a_websocket_turn_through_the_product(llama: str, settings: Any, user: Any, name: str) -> None:
     """A turn over the websocket through the real ASGI app and the provider: text deltas, then `complete` with the
     streamed text and the server's token counts, which the run records (every frame checked against the schema)."""
     use_provider(settings, name, llama)
-    ws, _ = await ws_connect(user)
-    assert ws is not None
-    await ws.chat("What is the capital of France?")
-    events = await ws.until_terminal(timeout=120)
-    await ws.close()
-    end = events[-1]
-    assert end["type"] == "complete", end
-    payload = end["payload"]
+    events = await ws_turn(user, "What is the capital of France?")
+    payload = events[-1]["payload"]
     streamed = "".join(e["text"] for e in events if e["type"] == "text_delta")
     assert payload["message"].strip() and streamed.strip()
     usage = payload["usage"]
@@ -160,13 +165,7 @@ async def test_an_answer_cut_at_the_output_limit_is_marked_unfinished(llama: str
     """The server's own length stop ("length" / "max_tokens") reaches the client as complete.payload.stop_reason."""
     use_provider(settings, name, llama)
     settings.CHAT_MAX_TOKENS = 6  # far fewer than an essay needs
-    ws, _ = await ws_connect(user)
-    assert ws is not None
-    await ws.chat("Write a long essay about the history of Paris, with many details.")
-    events = await ws.until_terminal(timeout=120)
-    await ws.close()
-    end = events[-1]
-    assert end["type"] == "complete", end
+    end = (await ws_turn(user, "Write a long essay about the history of Paris, with many details."))[-1]
     assert end["payload"]["stop_reason"] == "max_tokens" and end["payload"]["usage"]["output_tokens"] <= 6
     message = await Message.objects.aget(pk=end["payload"]["message_id"])
     assert message.stop_reason == Message.StopReason.MAX_TOKENS
