@@ -288,8 +288,9 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
             question = shown.filter(role=Message.Role.USER).order_by("-id").first()
             if question is None:
                 raise BadRequest("replace_last: the conversation has no question yet")
-            # deleted, files too (unlike a regenerate's answer): the user replaced their own words, perhaps to take a file back
-            shown.filter(id__gte=question.pk).delete()
+            # deleted with all that follows it (the answer's earlier versions too) and its files, unlike a regenerate's
+            # answer: the user replaced their own words, perhaps to take a file back
+            conversation.messages.filter(id__gte=question.pk).delete()
         answered = _client_calls_answered(conversation, extras)
         created = conversation is None
         if conversation is None:

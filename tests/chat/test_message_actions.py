@@ -91,16 +91,17 @@ async def test_a_resent_regenerate_starts_nothing_new(user: Any, scripted: Any) 
 
 
 async def test_edit_replaces_the_last_question_and_its_answer(user: Any, scripted: Any) -> None:
-    scripted.enqueue(s.text("a1"))
-    scripted.enqueue(s.text("a2"))
-    scripted.enqueue(s.text("a3"))
+    scripted.enqueue(s.text("a1"), s.text("a2"), s.text("a2 again"), s.text("a3"))
     ws, _ = await ws_connect(user)
     assert ws is not None
     conv_id = (await _turn(ws, "q1"))[-1]["payload"]["conversation_id"]
     await _turn(ws, "q2 with a typo", conversation_id=conv_id)
+    await _turn(ws, "", conversation_id=conv_id, replace_last="answer")  # a2 becomes an earlier version of "a2 again"
     events = await _turn(ws, "q2 fixed", conversation_id=conv_id, replace_last="question")
     assert events[-1]["payload"]["message"] == "a3"
     assert await database_sync_to_async(_rows)(conv_id) == [("user", "q1"), ("assistant", "a1"), ("user", "q2 fixed"), ("assistant", "a3")]
+    # the edited question goes with all its answers, earlier versions included
+    assert await database_sync_to_async(_rows)(conv_id, replaced=True) == []
     await ws.close()
 
 

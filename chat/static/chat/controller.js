@@ -516,7 +516,8 @@ export class Tray {
     const messages = (data.messages || []).filter((m) => (m.role === "user" && m.interaction_type !== "tool_result") || m.role === "assistant");
     const tail = messages.at(-1);
     const liveRunId = tail?.role === "assistant" && tail.status === "streaming" ? tail.run_id || runId : null;
-    if (liveRunId) messages.pop();
+    // the live answer is followed, not rendered: the versions it replaces wait for it (see addAssistantMessage)
+    if (liveRunId) this.replacedVersions = normalizeMessage(messages.pop()).earlier_versions;
     messages.forEach((m, i) => {
       if (m.role === "user") {
         this.view.appendMessage(renderUserMessage(m.content ?? "", this, m.attachments));
@@ -573,6 +574,7 @@ export class Tray {
   clearMessages() {
     this.view.clearMessages();
     this.store.clearMessages();
+    this.replacedVersions = null; // they belonged to an answer of the conversation shown until now
   }
 
   // ---- panels ----------------------------------------------------------------------------------------
