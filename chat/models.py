@@ -28,6 +28,13 @@ class Conversation(models.Model):
         return self.title or f"Conversation {self.pk}"
 
 
+class MessageQuerySet(models.QuerySet["Message"]):
+    def shown(self) -> MessageQuerySet:
+        """The messages the conversation shows, to the model and the reader: without the answers a regenerate replaced
+        (selectors.history_window's SQL writes the same condition)."""
+        return self.filter(replaced=False)
+
+
 class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user"
@@ -77,6 +84,8 @@ class Message(models.Model):
     # an answer a regenerate replaced: kept as an earlier version of the new one (the reader may go back to it), but out
     # of the conversation the model and the message list see
     replaced = models.BooleanField(default=False)
+
+    objects = MessageQuerySet.as_manager()
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -34,7 +34,7 @@ def conversation_list(*, user: User, query: str = "") -> QuerySet[Conversation]:
     contains it (case-insensitive)."""
     conversations = Conversation.objects.filter(owner=user)
     if query:
-        said = Message.objects.filter(conversation=OuterRef("pk"), replaced=False, content__icontains=query)
+        said = Message.objects.shown().filter(conversation=OuterRef("pk"), content__icontains=query)
         conversations = conversations.filter(Q(title__icontains=query) | Exists(said))
     return conversations.order_by("-updated_at", "-id")
 
@@ -89,7 +89,7 @@ def _history_sql(alias: str, upto: bool) -> str:
 
     return (f"SELECT m.{col(m, 'id')}, m.{col(m, 'role')}, m.{col(m, 'content')}, m.{col(m, 'provider_messages')}, "
             f"m.{col(m, 'payloads')}, EXISTS(SELECT 1 FROM {q(a.db_table)} a WHERE a.{col(a, 'message')} = m.{col(m, 'id')}) "
-            f"FROM {q(m.db_table)} m WHERE m.{col(m, 'conversation')} = %s AND NOT m.{col(m, 'replaced')}"
+            f"FROM {q(m.db_table)} m WHERE m.{col(m, 'conversation')} = %s AND NOT m.{col(m, 'replaced')}"  # Message.objects.shown()
             + (f" AND m.{col(m, 'id')} < %s" if upto else "")
             + f" ORDER BY m.{col(m, 'id')} DESC LIMIT %s")
 
@@ -122,7 +122,7 @@ def attachment_get(*, user: User, attachment_id: str) -> Attachment | None:
 
 def history_exists(*, conversation_id: int, before_id: int | None) -> bool:
     """True when the conversation has stored messages besides the current turn's two."""
-    qs = Message.objects.filter(conversation_id=conversation_id, replaced=False)
+    qs = Message.objects.shown().filter(conversation_id=conversation_id)
     if before_id is not None:
         qs = qs.filter(id__lt=before_id)
     return qs.count() > 1
@@ -130,7 +130,7 @@ def history_exists(*, conversation_id: int, before_id: int | None) -> bool:
 
 def _recent_assistant(conversation_id: int) -> QuerySet[Message]:
     """Assistant messages among the conversation's last PAYLOAD_SCAN_LIMIT messages (a bounded scan)."""
-    recent = Message.objects.filter(conversation_id=conversation_id, replaced=False).order_by("-id").values("id")[:PAYLOAD_SCAN_LIMIT]
+    recent = Message.objects.shown().filter(conversation_id=conversation_id).order_by("-id").values("id")[:PAYLOAD_SCAN_LIMIT]
     return Message.objects.filter(id__in=recent, role=Message.Role.ASSISTANT).exclude(payloads=[])
 
 

@@ -161,7 +161,7 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
             conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
             if conversation is None:
                 raise NotFound("conversation not found")
-            shown = conversation.messages.filter(replaced=False)
+            shown = conversation.messages.shown()
             question = shown.filter(role=Message.Role.USER).exclude(interaction_type="tool_result").order_by("-id").first()
             if question is None:
                 raise BadRequest("there is no answer to regenerate")
@@ -284,8 +284,7 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
         if nonce is not None:
             UsedActionToken.objects.create(nonce=nonce)
         if frame.replace_last == "question" and conversation is not None:  # an edit: the last question and its answer go
-            shown = conversation.messages.filter(replaced=False)
-            question = shown.filter(role=Message.Role.USER).order_by("-id").first()
+            question = conversation.messages.shown().filter(role=Message.Role.USER).order_by("-id").first()
             if question is None:
                 raise BadRequest("replace_last: the conversation has no question yet")
             # deleted with all that follows it (the answer's earlier versions too) and its files, unlike a regenerate's
@@ -355,7 +354,7 @@ def _client_calls_answered(conversation: Conversation | None, extras: TurnExtras
     Names and inputs come from the stored calls, never from what the client re-sends."""
     if not extras.tool_results:
         return []
-    last = conversation.messages.filter(replaced=False).order_by("-id").first() if conversation is not None else None
+    last = conversation.messages.shown().order_by("-id").first() if conversation is not None else None
     pending: dict[str, AnsweredCall] = {}
     if last is not None and last.role == Message.Role.ASSISTANT and last.status == Message.Status.COMPLETE:
         answered = {b.get("tool_use_id") for m in last.provider_messages if m.get("role") == "user" and isinstance(m.get("content"), list)
