@@ -75,7 +75,7 @@ export class Tray {
       this.pending = draft.files.map((data) => ({ key: `restored-${data.id}`, name: data.name, status: "ready", data, preview: null }));
       this.showPending();
     }
-    if (!mine) this.saveDraft(); // someone else's: dropped from storage too
+    if (!mine && (draft.text || draft.files.length)) this.saveDraft(); // someone else's: dropped from storage too
     if (open) this.open({ focus: false }); // reopen after navigation without stealing focus
   }
 

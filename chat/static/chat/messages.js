@@ -121,6 +121,8 @@ const ACTION_ICONS = {
   edit: "M4 20h4L19 9l-4-4L4 16zM14 6l4 4",
   good: "M7 10v11H3V10zM7 10l4-8a3 3 0 0 1 3 3v4h6a2 2 0 0 1 2 2.3l-1.4 8A2 2 0 0 1 18.6 21H7",
   bad: "M17 14V3h4v11zM17 14l-4 8a3 3 0 0 1-3-3v-4H4a2 2 0 0 1-2-2.3l1.4-8A2 2 0 0 1 5.4 3H17",
+  previous: "M15 5l-7 7 7 7",
+  next: "M9 5l7 7-7 7",
 };
 
 /** An icon button whose accessible name is `name` (shown as its tooltip too). */
@@ -233,12 +235,12 @@ function suggestedActionButton(action, style, tray) {
  * "‹ 2 / 3 ›" under an answer with earlier versions: shows one of them in place of the answer's body (the latest is
  * the answer itself, which alone keeps its feedback, card and suggestions).
  */
-function versionPager(el, message, tray, onShow) {
+function versionPager(el, message, onShow) {
   const versions = [...message.earlier_versions, message];
   let index = versions.length - 1;
   const position = h("span", { class: "chat-versions__position", "aria-live": "polite" }); // "1 / 3" is read out on a change
-  const prev = actionButton(gettext("Previous version"), "M15 5l-7 7 7 7", () => show(index - 1), "chat-version-prev");
-  const next = actionButton(gettext("Next version"), "M9 5l7 7-7 7", () => show(index + 1), "chat-version-next");
+  const prev = actionButton(gettext("Previous version"), ACTION_ICONS.previous, () => show(index - 1), "chat-version-prev");
+  const next = actionButton(gettext("Next version"), ACTION_ICONS.next, () => show(index + 1), "chat-version-next");
   const show = (i) => {
     index = Math.max(0, Math.min(versions.length - 1, i));
     onShow(versions[index]);
@@ -289,7 +291,7 @@ export function renderAssistantMessage(message, tray, { latest = false } = {}) {
   if (tools.childElementCount) el.append(tools);
   const actions = messageActions(message, tray, () => shown);
   if (message.earlier_versions.length) {
-    actions.prepend(versionPager(el, message, tray, (version) => {
+    actions.prepend(versionPager(el, message, (version) => {
       if (version === shown) return;
       const next = messageBody(version, tray);
       body.replaceWith(next);
