@@ -25,6 +25,7 @@ a an the and or but if then so of to in on at by for with about from into onto o
 being am do does did done have has had i me my we our you your he she it its they them their this that these those
 what which who whom whose when where why how can could would should will shall may might must please tell show give
 let lets let's help hi hello hey thanks thank just also any some there here not no yes all me? up out get got make
+i'm i've i'll i'd you're you've we're it's that's there's here's what's don't can't won't
 """.split())
 _WORD = re.compile(r"[\w][\w'\u2019-]*", re.UNICODE)
 _MARKUP = re.compile(r"\[\[[^\]]*\]\]|[`*_#>|]")
@@ -37,13 +38,21 @@ def title_initial(message: str) -> str:
 
 
 def title_from_content(question: str, answer: str = "") -> str:
-    """A short title from the topic words of the question (or, when it has none, of the answer's first line)."""
-    for source in (question, _first_line(answer)):
-        words = [w for w in _WORD.findall(_MARKUP.sub(" ", source)) if w.lower() not in STOP_WORDS]
-        if words:
-            title = " ".join(words[:TITLE_WORDS])
-            return _clip(title[0].upper() + title[1:])
-    return _clip(" ".join(question.split())) or "New conversation"
+    """A short title from the topic words of the question; a question of common words only ("What can you do
+    here?", "hello") is its own title; only a question without words (files alone) takes the answer's first line."""
+    if topic := _topic_words(question):
+        return topic
+    if said := " ".join(question.split()):
+        return _clip(said[0].upper() + said[1:])
+    return _topic_words(_first_line(answer)) or "New conversation"
+
+
+def _topic_words(text: str) -> str:
+    words = [w for w in _WORD.findall(_MARKUP.sub(" ", text)) if w.lower().replace("\u2019", "'") not in STOP_WORDS]
+    if not words:
+        return ""
+    title = " ".join(words[:TITLE_WORDS])
+    return _clip(title[0].upper() + title[1:])
 
 
 async def title_from_model(provider: Provider, *, model: str, question: str, answer: str) -> str | None:

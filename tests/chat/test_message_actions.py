@@ -186,7 +186,12 @@ async def test_title_is_generated_after_the_first_turn(user: Any, scripted: Any)
 def test_title_from_content_skips_filler_words() -> None:
     assert title_from_content("What is this stream about?", "") == "Stream"
     assert title_from_content("tab am AND clinical trial", "") == "Tab clinical trial"
-    assert title_from_content("hi", "## Welcome to pagechat\nmore") == "Welcome pagechat"
+    # a question of common words only is its own title, not words picked out of the answer's greeting
+    assert title_from_content("What can you do here?", "Hello! I'm the offline model on the **home** page") == "What can you do here?"
+    assert title_from_content("hi", "## Welcome to pagechat\nmore") == "Hi"
+    # files alone: the answer's first line, its topic words (contractions are common words too)
+    assert title_from_content("", "## I\u2019m reading the attached report\nmore") == "Reading attached report"
+    assert title_from_content("", "") == "New conversation"
     assert len(title_from_content("word " * 100)) <= 60
 
 
