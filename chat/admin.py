@@ -99,7 +99,7 @@ def usage_by_user_and_day(runs: QuerySet[Run], *, order: str = "-day") -> list[d
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["id", "title", "owner", "page", "tokens", "cost", "updated_at"]
     search_fields = ["title", "owner__username", "messages__content"]
-    readonly_fields = ["owner", "created_at", "updated_at"]
+    readonly_fields = ["owner", "created_at", "updated_at", "pinned_at"]  # a pin is its owner's own arrangement
     inlines = [MessageInline, RunInline]
     list_select_related = ["owner"]
     list_filter = ["page", "updated_at", ("owner", admin.RelatedOnlyFieldListFilter)]

@@ -16,6 +16,8 @@ class Conversation(models.Model):
     thread_id = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # when its owner pinned it to the top of their list (None: not pinned); pinning leaves updated_at alone
+    pinned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-updated_at"]
@@ -26,6 +28,10 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"
+
+    @property
+    def pinned(self) -> bool:
+        return self.pinned_at is not None
 
 
 class MessageQuerySet(models.QuerySet["Message"]):

@@ -64,7 +64,7 @@ def _attachments(message: Message) -> list[dict[str, Any]]:
 
 
 def conversation_export(*, conversation: Conversation) -> dict[str, Any]:
-    """The conversation as the export's JSON document: id, title, created_at and every message."""
+    """The conversation as the export's JSON document: id, title, created_at, pinned and every message."""
     messages = Message.objects.filter(conversation=conversation).order_by("created_at", "id")
     if hasattr(Message, ATTACHMENTS):
         messages = messages.prefetch_related(ATTACHMENTS)
@@ -72,6 +72,7 @@ def conversation_export(*, conversation: Conversation) -> dict[str, Any]:
         "id": conversation.pk,
         "title": conversation.title,
         "created_at": _iso(conversation.created_at),
+        "pinned": conversation.pinned,
         "messages": [
             {
                 "role": m.role,

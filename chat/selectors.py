@@ -8,7 +8,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections, router
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from chat import attachments
 from chat.attachments import placeholder_block
@@ -30,13 +30,13 @@ __all__ = [
 
 
 def conversation_list(*, user: User, query: str = "") -> QuerySet[Conversation]:
-    """The user's conversations, most recently updated first; with `query`, only those whose title or any message
-    contains it (case-insensitive)."""
+    """The user's conversations: the pinned ones first (the latest pinned first), then the most recently updated
+    first; with `query`, only those whose title or any message contains it (case-insensitive)."""
     conversations = Conversation.objects.filter(owner=user)
     if query:
         said = Message.objects.shown().filter(conversation=OuterRef("pk"), content__icontains=query)
         conversations = conversations.filter(Q(title__icontains=query) | Exists(said))
-    return conversations.order_by("-updated_at", "-id")
+    return conversations.order_by(F("pinned_at").desc(nulls_last=True), "-updated_at", "-id")
 
 
 def conversation_get(*, user: User, conversation_id: int) -> Conversation | None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from chat.models import Attachment
 
 __all__ = [
-    "TurnStarted", "approval_answer", "attachment_discard", "attachment_upload", "conversation_create", "conversation_delete", "conversation_rename",
+    "TurnStarted", "approval_answer", "attachment_discard", "attachment_upload", "conversation_create", "conversation_delete", "conversation_update",
     "conversations_delete_all", "message_mark", "run_cancel", "run_replay_or_resync", "turn_regenerate", "turn_start",
 ]
 
@@ -58,16 +58,25 @@ async def run_replay_or_resync(*, user: User, run_id: str, after_seq: int) -> st
     return error_event("resync", "These events are no longer available; reload the conversation.", run_id=run_id).wire()
 
 
-def conversation_create(*, user: User, title: str = "", page: str = "") -> Conversation:
-    return Conversation.objects.create(owner=user, title=title[:200], page=page[:100])
+def conversation_create(*, user: User, title: str = "", page: str = "", pinned: bool = False) -> Conversation:
+    return Conversation.objects.create(owner=user, title=title[:200], page=page[:100], pinned_at=timezone.now() if pinned else None)
 
 
-def conversation_rename(*, user: User, conversation_id: int, title: str) -> Conversation:
+def conversation_update(*, user: User, conversation_id: int, title: str | None = None, pinned: bool | None = None) -> Conversation:
+    """Rename and/or pin or unpin one of the user's conversations (None: unchanged). A rename counts as activity
+    (updated_at); a pin does not, so unpinning puts the conversation back where it was."""
     conv = Conversation.objects.filter(pk=conversation_id, owner=user).first()
     if conv is None:
         raise NotFound("conversation not found")
-    conv.title = title[:200]
-    conv.save(update_fields=["title", "updated_at"])
+    fields = []
+    if title is not None:
+        conv.title = title[:200]
+        fields += ["title", "updated_at"]
+    if pinned is not None and pinned != conv.pinned:
+        conv.pinned_at = timezone.now() if pinned else None
+        fields.append("pinned_at")
+    if fields:
+        conv.save(update_fields=fields)
     return conv
 
 

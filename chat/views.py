@@ -345,9 +345,11 @@ class MessageSerializer(serializers.ModelSerializer):
 
 
 class ConversationSerializer(serializers.ModelSerializer):
+    pinned = serializers.BooleanField(required=False, help_text="pinned to the top of its owner's list (set it to pin or unpin)")
+
     class Meta:
         model = Conversation
-        fields = ["id", "title", "page", "created_at", "updated_at"]
+        fields = ["id", "title", "page", "created_at", "updated_at", "pinned"]
         read_only_fields = ["id", "created_at", "updated_at"]
 
 
@@ -406,7 +408,7 @@ class ExportNegotiation(DefaultContentNegotiation):
 EXPORT_JSON_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["id", "title", "created_at", "messages"],
     "properties": {
-        "id": {"type": "integer"}, "title": {"type": "string"}, "created_at": {"type": ["string", "null"]},
+        "id": {"type": "integer"}, "title": {"type": "string"}, "created_at": {"type": ["string", "null"]}, "pinned": {"type": "boolean"},
         "messages": {"type": "array", "items": {
             "type": "object",
             "required": ["role", "content", "created_at", "tool_history", "payload", "feedback", "attachments"],
@@ -419,12 +421,12 @@ EXPORT_FORMATS = {"json": ("application/json", "json"), "markdown": ("text/markd
 
 
 @described_actions(
-    list={"summary": "The user's conversations, most recently updated first", "parameters": [ConversationListQuery],
+    list={"summary": "The user's conversations, the pinned ones first, then the most recently updated first", "parameters": [ConversationListQuery],
           "responses": {200: ConversationSerializer(many=True), **drf_error_responses(400)}},
     create={"summary": "Create a conversation", "responses": {201: ConversationSerializer, **drf_error_responses(400)}},
     retrieve={"summary": "A conversation with its messages", "responses": {200: ConversationDetailSerializer, **drf_error_responses(404)}},
-    update={"summary": "Rename a conversation", "responses": {200: ConversationSerializer, **drf_error_responses(400, 404)}},
-    partial_update={"summary": "Rename a conversation", "responses": {200: ConversationSerializer, **drf_error_responses(400, 404)}},
+    update={"summary": "Rename, pin or unpin a conversation", "responses": {200: ConversationSerializer, **drf_error_responses(400, 404)}},
+    partial_update={"summary": "Rename, pin or unpin a conversation", "responses": {200: ConversationSerializer, **drf_error_responses(400, 404)}},
     destroy={"summary": "Delete a conversation and its runs", "responses": {204: None, **drf_error_responses(404)}},
 )
 class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
@@ -456,13 +458,13 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
 
     def perform_create(self, serializer: Any) -> None:
         serializer.instance = services.conversation_create(
-            user=self.request.user, title=serializer.validated_data.get("title", ""), page=serializer.validated_data.get("page", "")
-        )
+            user=self.request.user, title=serializer.validated_data.get("title", ""), page=serializer.validated_data.get("page", ""),
+            pinned=serializer.validated_data.get("pinned", False))
 
     def perform_update(self, serializer: Any) -> None:
-        serializer.instance = services.conversation_rename(
-            user=self.request.user, conversation_id=serializer.instance.pk, title=serializer.validated_data.get("title", serializer.instance.title)
-        )
+        data = serializer.validated_data
+        serializer.instance = services.conversation_update(
+            user=self.request.user, conversation_id=serializer.instance.pk, title=data.get("title"), pinned=data.get("pinned"))
 
     def perform_destroy(self, instance: Conversation) -> None:
         services.conversation_delete(user=self.request.user, conversation_id=instance.pk)

@@ -214,6 +214,42 @@ def test_rest_conversations_are_found_by_title_or_message_and_listed_a_part_at_a
         assert response.status_code == 400 and set(response.json()) <= {"limit", "offset", "q"}, (bad, response.content)
 
 
+def test_rest_conversations_pin_to_the_top_and_unpin_back_to_their_place(user: Any, other_user: Any) -> None:
+    client = Client(headers={"Authorization": f"Token {token_for(user)}"})
+    ids = [Conversation.objects.create(owner=user, title=f"c{i}").pk for i in range(4)]  # c3 is the newest
+
+    def listed(query: str = "") -> list[int]:
+        response = client.get(f"/api/conversations/?{query}")
+        assert response.status_code == 200, response.content
+        return [c["id"] for c in response.json()]
+
+    def pin(cid: int, pinned: Any, who: Any = client) -> Any:
+        return who.patch(f"/api/conversations/{cid}/", {"pinned": pinned}, content_type="application/json")
+
+    assert listed() == ids[::-1] and all(c["pinned"] is False for c in client.get("/api/conversations/").json())
+    before = Conversation.objects.get(pk=ids[0]).updated_at
+    body = pin(ids[0], True).json()
+    assert body["pinned"] is True and body["title"] == "c0"  # the title is left as it was
+    assert Conversation.objects.get(pk=ids[0]).updated_at == before  # a pin is not activity
+    pin(ids[1], True)
+    assert listed() == [ids[1], ids[0], ids[3], ids[2]]  # pinned first, the latest pinned first
+    assert listed("limit=2&offset=1") == [ids[0], ids[3]] and listed("q=c1") == [ids[1]]
+    assert pin(ids[1], True).json()["pinned"] is True and listed()[0] == ids[1]  # pinning again changes nothing
+    assert pin(ids[1], False).json()["pinned"] is False
+    assert listed() == [ids[0], ids[3], ids[2], ids[1]]  # back in its place by activity
+    renamed = client.patch(f"/api/conversations/{ids[0]}/", {"title": "kept pinned"}, content_type="application/json").json()
+    assert renamed["pinned"] is True and renamed["title"] == "kept pinned"
+    created = client.post("/api/conversations/", {"title": "pinned at once", "pinned": True}, content_type="application/json")
+    assert created.status_code == 201 and created.json()["pinned"] is True and listed()[0] == created.json()["id"]
+    assert client.get(f"/api/conversations/{ids[0]}/export/").json()["pinned"] is True
+    for bad in ("yes please", None, [True]):
+        response = pin(ids[2], bad)
+        assert response.status_code == 400 and "pinned" in response.json(), (bad, response.content)
+    bob = Client(headers={"Authorization": f"Token {token_for(other_user)}"})
+    assert pin(ids[2], True, bob).status_code == 404  # someone else's conversation is not found
+    assert not Conversation.objects.get(pk=ids[2]).pinned
+
+
 async def test_sse_a_log_lost_mid_stream_is_a_resync_not_a_jump_to_the_stored_answer(user: Any, scripted: Any, monkeypatch: Any) -> None:
     from chat.runs import manager
     from tests.chat.test_consumer import _follow_losing_the_log_after

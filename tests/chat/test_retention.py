@@ -43,7 +43,8 @@ def test_export_json_has_the_documented_shape(user: Any) -> None:
     assert r.status_code == 200 and r["Content-Type"].startswith("application/json")
     assert r["Content-Disposition"] == f'attachment; filename="conversation-{conv.pk}.json"'
     data = json.loads(r.content)
-    assert set(data) == {"id", "title", "created_at", "messages"} and data["id"] == conv.pk and data["title"] == "Lung cancer"
+    assert set(data) == {"id", "title", "created_at", "pinned", "messages"} and data["id"] == conv.pk and data["title"] == "Lung cancer"
+    assert data["pinned"] is False
     assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
     for m in data["messages"]:
         assert set(m) == {"role", "content", "created_at", "tool_history", "payload", "feedback", "attachments", "replaced"}

@@ -284,11 +284,12 @@ class FakeProtocolServer:
             time.sleep(0.02)
         raise AssertionError(f"expected {count} {type_} frame(s), got {self.frames_of(type_)}")
 
-    def add_conversation(self, title: str, messages: list[dict[str, Any]], page: str = "reports") -> int:
+    def add_conversation(self, title: str, messages: list[dict[str, Any]], page: str = "reports", updated_at: str | None = None) -> int:
         cid = self._next_id()
         self.conversations[cid] = {"id": cid, "title": title, "page": page, "updated_at": _now(), "messages": []}
         for m in messages:
             self._store_message(cid, m["role"], m.get("content", ""), m)
+        self.conversations[cid]["updated_at"] = updated_at or _now()  # when it was last active
         return cid
 
     # ---- internals --------------------------------------------------------------------------------
@@ -523,7 +524,9 @@ def _make_http_handler(server: FakeProtocolServer) -> type[BaseHTTPRequestHandle
                 q = query.get("q", "").strip().lower()
                 found = [c for c in server.conversations.values()
                          if not q or q in c["title"].lower() or any(q in str(m.get("content", "")).lower() for m in c["messages"])]
-                items = sorted(({k: c[k] for k in ("id", "title", "page", "updated_at")} for c in found), key=lambda c: c["id"], reverse=True)
+                # the real API's order: pinned first (the latest pinned first), then by activity
+                items = sorted(({k: c[k] for k in ("id", "title", "page", "updated_at")} | {"pinned": "pinned_at" in c} for c in found),
+                               key=lambda c: (server.conversations[c["id"]].get("pinned_at", 0), c["updated_at"], c["id"]), reverse=True)
                 start = int(query.get("offset", 0))
                 self._json(200, items[start:start + int(query["limit"])] if "limit" in query else items[start:])
             elif m := re.fullmatch(r"/api/conversations/(\d+)/", path):
@@ -553,6 +556,13 @@ def _make_http_handler(server: FakeProtocolServer) -> type[BaseHTTPRequestHandle
             if self.headers.get("X-CSRFToken") != "test-csrf-token":
                 self._json(403, {"detail": "CSRF Failed"})
             elif m := re.fullmatch(r"/api/(messages|conversations)/(\d+)/", path):
+                if m.group(1) == "conversations" and (conv := server.conversations.get(int(m.group(2)))) is not None:
+                    if "pinned" in body:  # kept, like the real API: the list is ordered by it
+                        if body["pinned"]:
+                            conv["pinned_at"] = time.monotonic()
+                        else:
+                            conv.pop("pinned_at", None)
+                    conv["title"] = body.get("title", conv["title"])
                 self._json(200, {"id": int(m.group(2)), **body})
             else:
                 self._json(404, {"detail": "Not found."})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -942,6 +943,43 @@ def test_conversation_list_searches_and_shows_more(page: Page, server: FakeProto
     shot(page, "13b_conversation_search")
     items.nth(1).click()  # a found conversation opens as one from the whole list does
     expect(page.locator(".chat-bubble--user")).to_have_text("hello")
+    assert_clean(page)
+
+
+def test_conversation_list_is_grouped_by_day_and_pinned_ones_come_first(page: Page, server: FakeProtocolServer) -> None:
+    now = datetime.now(UTC)
+
+    def ago(days: int) -> str:
+        return (now - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    long_ago = now - timedelta(days=100)
+    ids = {title: server.add_conversation(title, [{"role": "user", "content": "hello"}], updated_at=ago(days))
+           for title, days in [("Old chat", 100), ("Last month", 20), ("This week", 3), ("Yesterday's", 1), ("Today's", 0)]}
+    by_day = ["Today", "Yesterday", "Previous 7 days", "Previous 30 days", long_ago.strftime("%B %Y")]
+    headings = page.locator(".chat-conversation-group__title")
+    open_tray(page, server)
+    page.get_by_role("button", name="History").click()
+    expect(headings).to_have_text(by_day)
+    for heading, title in zip(by_day, ["Today's", "Yesterday's", "This week", "Last month", "Old chat"], strict=True):
+        expect(page.get_by_role("list", name=heading).locator(".chat-conversation__title")).to_have_text(title)  # labelled by its heading
+
+    page.get_by_role("button", name="Pin conversation: Old chat").click()
+    expect(headings).to_have_text(["Pinned", *by_day[:4]])  # its month had nothing else
+    expect(page.get_by_role("list", name="Pinned").locator(".chat-conversation__title")).to_have_text("Old chat")
+    expect(page.get_by_role("button", name="Unpin conversation: Old chat")).to_be_focused()
+    assert "pinned_at" in server.conversations[ids["Old chat"]]
+    page.get_by_role("button", name="Pin conversation: This week").click()
+    expect(page.get_by_role("list", name="Pinned").locator(".chat-conversation__title")).to_have_text(["This week", "Old chat"])  # latest pinned first
+    shot(page, "13c_conversation_groups")
+
+    page.get_by_role("button", name="Unpin conversation: Old chat").click()
+    expect(headings).to_have_text(["Pinned", *by_day[:2], by_day[3], by_day[4]])  # back under its month
+    expect(page.get_by_role("button", name="Pin conversation: Old chat")).to_be_focused()
+    assert "pinned_at" not in server.conversations[ids["Old chat"]]
+    delete = page.get_by_role("button", name="Delete conversation: Yesterday's")
+    delete.click()
+    delete.click()
+    expect(headings).to_have_text(["Pinned", by_day[0], by_day[3], by_day[4]])  # no heading over nothing
     assert_clean(page)
 
 

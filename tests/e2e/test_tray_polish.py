@@ -235,7 +235,7 @@ def test_feedback_is_stored_and_shown_pressed_after_a_reload(open_page: Callable
     assert_clean(page)  # the admin's feedback filter: tests/chat/test_message_actions.py
 
 
-def test_title_generated_after_the_first_turn_and_renamed_in_the_tray(open_page: Callable[..., Page], site_server: LiveServer) -> None:
+def test_title_generated_after_the_first_turn_renamed_and_pinned_in_the_tray(open_page: Callable[..., Page], site_server: LiveServer) -> None:
     page = open_page(site_server, "/reports/")
     open_tray(page)
     ask(page, "could you tell me about CRISPR gene editing?")
@@ -248,7 +248,21 @@ def test_title_generated_after_the_first_turn_and_renamed_in_the_tray(open_page:
     title.fill("Gene editing notes")
     title.press("Enter")
     expect(page.locator(f'.chat-conversation[data-conversation-id="{cid}"]')).to_contain_text("Gene editing notes")
+    expect(page.get_by_role("button", name="Rename conversation: Gene editing notes")).to_be_focused()  # its buttons say the new title
     site_server.wait_for_row("SELECT 1 FROM pagechat_conversation WHERE id = ? AND title = 'Gene editing notes'", cid)
+    # pinned to the top of the list, kept by the server: still there after a reload
+    page.get_by_role("button", name="Pin conversation: Gene editing notes").click()
+    pinned = page.get_by_role("list", name="Pinned").locator(".chat-conversation__title")
+    expect(pinned).to_have_text(["Gene editing notes"])
+    expect(page.locator(".chat-conversation-group__title").first).to_have_text("Pinned")
+    site_server.wait_for_row("SELECT 1 FROM pagechat_conversation WHERE id = ? AND pinned_at IS NOT NULL", cid)
+    page.reload()
+    page.get_by_role("button", name="History").click()
+    expect(pinned).to_have_text(["Gene editing notes"])
+    page.get_by_role("button", name="Unpin conversation: Gene editing notes").click()
+    expect(page.get_by_role("list", name="Pinned")).to_have_count(0)
+    expect(page.get_by_role("list", name="Today").locator(".chat-conversation__title").first).to_have_text("Gene editing notes")
+    site_server.wait_for_row("SELECT 1 FROM pagechat_conversation WHERE id = ? AND pinned_at IS NULL", cid)
     assert_clean(page)
 
 

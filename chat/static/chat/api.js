@@ -48,6 +48,11 @@ export class ChatApi {
     return this.request("PATCH", `conversations/${encodeURIComponent(id)}/`, { title });
   }
 
+  /** Pin a conversation to the top of the list, or unpin it: {id, pinned, ...}. */
+  pinConversation(id, pinned) {
+    return this.request("PATCH", `conversations/${encodeURIComponent(id)}/`, { pinned });
+  }
+
   /** Mark one of the user's answers: {feedback, feedback_comment, payload_outcome} (any subset). */
   markMessage(id, fields) {
     return this.request("PATCH", `messages/${encodeURIComponent(id)}/`, fields);

@@ -1,11 +1,30 @@
 /** The conversation list inside the tray: the user's conversations over REST, a page at a time, searchable by their
- * titles and messages; open, rename, download or delete (one or all). */
+ * titles and messages, grouped under "Pinned" and by when they were last active; open, rename, pin, download or
+ * delete (one or all). */
 import { h, button } from "./dom.js";
-import { formatDate, gettext, interpolate } from "./i18n.js";
+import { formatDate, formatMonth, gettext, interpolate } from "./i18n.js";
 
 const DISARM_MS = 3000;
 const PAGE_SIZE = 50; // conversations per request: a long history is listed a part at a time
+const MAX_LIMIT = 200; // the API's largest page
 const SEARCH_DELAY_MS = 250; // one search per pause in typing, not one per key
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The heading a conversation is listed under: "Pinned", else when it was last active, in the reader's own days
+ * ("Today", "Yesterday", "Previous 7 days", "Previous 30 days", then the month: "October 2026"). */
+export function conversationGroup(conv, now = new Date()) {
+  if (conv.pinned) return gettext("Pinned");
+  const when = conv.updated_at ? new Date(conv.updated_at) : null;
+  if (!when || Number.isNaN(when.getTime())) return gettext("Older");
+  const midnight = new Date(now.getFullYear(), now.getMonth(), now.getDate()).getTime();
+  // calendar days, not 24-hour spans: last night at 23:00 is "Yesterday" at 08:00 (rounded: a DST day is 23 or 25 hours)
+  const days = Math.round((midnight - new Date(when.getFullYear(), when.getMonth(), when.getDate()).getTime()) / DAY_MS);
+  if (days <= 0) return gettext("Today");
+  if (days === 1) return gettext("Yesterday");
+  if (days < 7) return gettext("Previous 7 days");
+  if (days < 30) return gettext("Previous 30 days");
+  return formatMonth(when);
+}
 
 export class HistoryView {
   constructor(tray) {
@@ -13,6 +32,8 @@ export class HistoryView {
     this.el = h("div", { class: "chat-conversations", hidden: true });
     this.generation = 0; // the latest list asked for: an older answer that arrives later is dropped
     this.searchTimer = null;
+    this.query = "";
+    this.shown = 0; // conversations listed so far from the server (the next page starts here)
   }
 
   get isOpen() {
@@ -46,53 +67,89 @@ export class HistoryView {
     if (await this.load("")) (this.results.querySelector("button") ?? this.el).focus?.();
   }
 
-  /** List the first page of the conversations that match `query` (all when empty); false if a newer list replaced it. */
-  async load(query) {
+  /** List the first `limit` conversations that match `query` (all when empty); false if a newer list replaced it. */
+  async load(query, limit = PAGE_SIZE) {
     const generation = ++this.generation;
     let items;
     try {
-      items = await this.tray.api.listConversations({ q: query, limit: PAGE_SIZE });
+      items = await this.tray.api.listConversations({ q: query, limit });
     } catch {
       if (generation !== this.generation) return false;
       this.results.replaceChildren(h("p", { class: "chat-error-text" }, gettext("Could not load your conversations.")));
       return true;
     }
     if (generation !== this.generation) return false;
-    const list = h("ul", { class: "chat-conversation-list", "aria-label": gettext("Your conversations") });
-    for (const item of items) list.append(this.item(item));
+    this.query = query;
+    this.shown = items.length;
+    this.groups = h("div", { class: "chat-conversation-groups" });
+    this.append(items);
     const none = query ? interpolate(gettext("No conversations match “%(query)s”."), { query }) : gettext("No conversations yet.");
     this.results.replaceChildren(...[ // replaceChildren would show a null as the text "null"
-      items.length ? list : h("p", { class: "chat-muted", role: "status" }, none),
-      items.length === PAGE_SIZE ? this.more(list, query, PAGE_SIZE) : null,
+      items.length ? this.groups : h("p", { class: "chat-muted", role: "status" }, none),
+      items.length === limit ? this.more(query) : null,
       items.length && !query ? this.deleteAll() : null, // "all" means all: not offered over a filtered list
     ].filter(Boolean));
     return true;
   }
 
-  /** gettext("Show more"): the next page of the same list, appended (a conversation already listed is not repeated). */
-  more(list, query, offset) {
+  /** Add conversations under their headings, in the server's order (a heading already there takes them at its end;
+   * a conversation already listed is not repeated); the rows added. */
+  append(items) {
+    const now = new Date();
+    const listed = new Set([...this.groups.querySelectorAll(".chat-conversation")].map((b) => b.dataset.conversationId));
+    const added = [];
+    for (const conv of items) {
+      if (listed.has(String(conv.id))) continue;
+      const label = conversationGroup(conv, now);
+      let list = [...this.groups.querySelectorAll(".chat-conversation-list")].find((l) => l.dataset.group === label);
+      if (!list) {
+        const id = `chat-conversation-group-${this.groups.children.length}`;
+        list = h("ul", { class: "chat-conversation-list", "aria-labelledby": id, dataset: { group: label } });
+        this.groups.append(h("section", { class: "chat-conversation-group" }, h("h4", { id, class: "chat-conversation-group__title" }, label), list));
+      }
+      const row = this.item(conv);
+      list.append(row);
+      added.push(row);
+    }
+    return added;
+  }
+
+  /** gettext("Show more"): the next page of the same list, appended. */
+  more(query) {
     const generation = this.generation;
     const row = h("p", { class: "chat-conversations__more" });
     const more = button(gettext("Show more"), async () => {
       more.disabled = true;
       let items;
       try {
-        items = await this.tray.api.listConversations({ q: query, limit: PAGE_SIZE, offset });
+        items = await this.tray.api.listConversations({ q: query, limit: PAGE_SIZE, offset: this.shown });
       } catch {
         more.disabled = false;
         this.tray.notice(gettext("Could not load your conversations."), "error");
         return;
       }
       if (generation !== this.generation) return; // the list was searched or reloaded meanwhile
-      const listed = new Set([...list.querySelectorAll(".chat-conversation")].map((b) => b.dataset.conversationId));
-      const added = items.filter((item) => !listed.has(String(item.id))).map((item) => this.item(item));
-      list.append(...added);
-      if (items.length === PAGE_SIZE) row.replaceWith(this.more(list, query, offset + PAGE_SIZE));
+      this.shown += items.length;
+      const added = this.append(items);
+      if (items.length === PAGE_SIZE) row.replaceWith(this.more(query));
       else row.remove();
-      (added[0]?.querySelector("button") ?? list).focus?.();
+      (added[0]?.querySelector("button") ?? this.groups).focus?.();
     }, { cls: "chat-link-btn" });
     row.append(more);
     return row;
+  }
+
+  /** Pin or unpin, then list again as far as it was listed (the server orders it), the same button focused. */
+  async pin(conv, pinned) {
+    try {
+      await this.tray.api.pinConversation(conv.id, pinned);
+    } catch {
+      this.tray.notice(gettext("Could not change that conversation."), "error");
+      return;
+    }
+    if (await this.load(this.query, Math.min(MAX_LIMIT, Math.max(PAGE_SIZE, this.shown)))) {
+      this.results.querySelector(`[data-conversation-id="${conv.id}"]`)?.closest("li")?.querySelector(".chat-conversation__pin")?.focus();
+    }
   }
 
   /** gettext("Delete all conversations"): two clicks, like a single delete (the second says what it will do). */
@@ -153,13 +210,18 @@ export class HistoryView {
         tray.notice(gettext("Could not delete that conversation."), "error");
         return;
       }
+      const list = row.parentElement;
       row.remove();
+      if (list && !list.children.length) list.closest(".chat-conversation-group")?.remove(); // no heading over nothing
       if (conv.id === tray.conversationId) tray.reset();
     }, { cls: "chat-link-btn chat-conversation__delete", ariaLabel: interpolate(gettext("Delete conversation: %(title)s"), { title }) });
     const rename = button(gettext("Rename"), () => this.rename(conv, row, open, rename), { cls: "chat-link-btn chat-conversation__rename", ariaLabel: interpolate(gettext("Rename conversation: %(title)s"), { title }) });
+    const pin = conv.pinned
+      ? button(gettext("Unpin"), () => this.pin(conv, false), { cls: "chat-link-btn chat-conversation__pin", ariaLabel: interpolate(gettext("Unpin conversation: %(title)s"), { title }) })
+      : button(gettext("Pin"), () => this.pin(conv, true), { cls: "chat-link-btn chat-conversation__pin", ariaLabel: interpolate(gettext("Pin conversation: %(title)s"), { title }) });
     const download = h("a", { class: "chat-link-btn chat-conversation__download", href: tray.api.exportUrl(conv.id, "markdown"),
       download: "", "aria-label": interpolate(gettext("Download conversation: %(title)s"), { title }) }, gettext("Download"));
-    row.append(rename, download, del);
+    row.append(h("div", { class: "chat-conversation__actions" }, rename, pin, download, del));
     return row;
   }
 
@@ -172,7 +234,10 @@ export class HistoryView {
     const done = (title) => {
       if (title !== null) {
         conv.title = title;
-        open.querySelector(".chat-conversation__title").textContent = title || gettext("Untitled conversation");
+        const renamed = this.item(conv); // every button's name says the new title
+        row.replaceWith(renamed);
+        renamed.querySelector(".chat-conversation__rename").focus();
+        return;
       }
       form.replaceWith(open);
       renameButton.hidden = false;

@@ -64,6 +64,11 @@ export function formatDate(date) {
   return new Intl.DateTimeFormat(safeLocale(), { dateStyle: "medium", timeStyle: "short" }).format(date);
 }
 
+/** A month and year in the page's language ("Oktober 2026" in German). */
+export function formatMonth(date) {
+  return new Intl.DateTimeFormat(safeLocale(), { month: "long", year: "numeric" }).format(date);
+}
+
 /** A number in the page's language ("1.234" in German). */
 export function formatNumber(value) {
   return new Intl.NumberFormat(safeLocale()).format(value);
