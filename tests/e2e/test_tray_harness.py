@@ -983,6 +983,29 @@ def test_conversation_list_is_grouped_by_day_and_pinned_ones_come_first(page: Pa
     assert_clean(page)
 
 
+def test_wide_view_is_remembered_across_pages_and_left_out_on_a_phone(page: Page, server: FakeProtocolServer) -> None:
+    open_tray(page, server)
+    tray = page.locator(".chat-tray")
+    wide = page.get_by_role("button", name="Wide view")
+    expect(wide).to_have_attribute("aria-pressed", "false")
+    narrow_width = tray.bounding_box()["width"]  # type: ignore[index]
+    wide.click()
+    expect(wide).to_have_attribute("aria-pressed", "true")
+    assert tray.bounding_box()["width"] >= 1.7 * narrow_width  # type: ignore[index]  # 400 -> 720 px at 1280 wide
+    page.goto(f"{server.http_url}/reports/")  # the next page: the tray comes back open, and still wide
+    expect(wide).to_have_attribute("aria-pressed", "true")
+    assert tray.bounding_box()["width"] >= 1.7 * narrow_width  # type: ignore[index]
+    page.set_viewport_size({"width": 390, "height": 800})
+    expect(wide).to_be_hidden()  # a phone's sheet is the whole width already
+    assert tray.bounding_box()["width"] == 390  # type: ignore[index]
+    page.set_viewport_size({"width": 1280, "height": 800})
+    wide.click()
+    expect(wide).to_have_attribute("aria-pressed", "false")
+    assert tray.bounding_box()["width"] == narrow_width  # type: ignore[index]
+    assert page.evaluate("localStorage.getItem('chat-tray:wide')") is None
+    assert_clean(page)
+
+
 DIAGNOSTICS = {
     "model": "claude-sonnet-4-5",
     "tools": ["search_articles"],

@@ -16,6 +16,17 @@ const NOTICE_MS = 4000;
 const PIN_PX = 40; // this close to the end counts as "at the bottom"
 const PHONE_QUERY = "(max-width: 640px)";
 const INPUT_MAX_PX = 160;
+const WIDE_KEY = "chat-tray:wide"; // localStorage: a reader's preference for every page and tab, unlike the conversation
+
+/** The wide view the reader chose last in this browser (off where storage is refused). */
+function storedWide() {
+  try {
+    return localStorage.getItem(WIDE_KEY) === "1";
+  } catch {
+    return false;
+  }
+}
+
 const PAPERCLIP = "M21 11l-8.5 8.5a5 5 0 0 1-7-7L14 4a3.5 3.5 0 0 1 5 5l-8.5 8.5a2 2 0 0 1-3-3L15 7";
 
 export class TrayView {
@@ -40,6 +51,10 @@ export class TrayView {
     // On a phone the sheet can step aside (after Accept filled a form); this brings it back.
     this.expandButton = button(gettext("Show conversation"), () => this.stepAside(false), { cls: "chat-header-btn chat-expand-btn" });
     this.expandButton.hidden = true;
+    // Wide view: a wider tray for tables and code, remembered in this browser (localStorage); not on a phone.
+    this.wideButton = h("button", { type: "button", class: "chat-icon-btn chat-wide-btn", "aria-label": gettext("Wide view"), title: gettext("Wide view"),
+      "aria-pressed": "false", onclick: () => this.setWide(!this.root.classList.contains("is-wide")) }, icon(ICONS.widen));
+    this.setWide(storedWide(), false);
     const header = h(
       "header",
       { class: "chat-tray__header" },
@@ -58,6 +73,7 @@ export class TrayView {
         this.listButton,
         this.expandButton,
         button(gettext("New chat"), () => actions.newChat(), { cls: "chat-header-btn chat-new-btn" }),
+        this.wideButton,
         button("×", () => actions.close(), { cls: "chat-icon-btn", ariaLabel: gettext("Close chat") }),
       ),
     );
@@ -295,6 +311,19 @@ export class TrayView {
   showOffline(offline) {
     this.offlineEl.hidden = !offline;
     this.root.classList.toggle("is-offline", offline);
+  }
+
+  /** Wide view on or off (`remember`: kept in this browser for the next page). */
+  setWide(on, remember = true) {
+    this.root.classList.toggle("is-wide", on);
+    this.wideButton.setAttribute("aria-pressed", String(on));
+    if (!remember) return;
+    try {
+      if (on) localStorage.setItem(WIDE_KEY, "1");
+      else localStorage.removeItem(WIDE_KEY);
+    } catch {
+      // storage refused (private mode, a full quota): the choice holds for this page only
+    }
   }
 
   /** On a phone, fold the sheet down to its header and composer (so the page's form shows); false unfolds it. */
