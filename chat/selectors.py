@@ -46,13 +46,14 @@ def conversation_get(*, user: User, conversation_id: int) -> Conversation | None
 def conversation_messages(*, conversation: Conversation, with_runs: bool = False) -> list[Message]:
     """The conversation's messages in order with their attachments (replaced ones left out); `with_runs` also reads
     each answer's run (its diagnostics) in the same query. Each answer's `earlier_versions` holds the answers a
-    regenerate replaced before it (oldest first): the replaced answers after the same question."""
+    regenerate replaced before it (oldest first): the replaced answers after the same question that say something."""
     messages = conversation.messages.order_by("id").prefetch_related("attachments")
     shown: list[Message] = []
     replaced: list[Message] = []  # replaced answers since the last message shown
     for msg in messages.select_related("run") if with_runs else messages:
         if msg.replaced:
-            if msg.role == Message.Role.ASSISTANT and msg.status != Message.Status.STREAMING:
+            # an answer that failed before saying anything is no version to page back to (the export keeps it)
+            if msg.role == Message.Role.ASSISTANT and msg.status != Message.Status.STREAMING and (msg.content or msg.tool_history):
                 replaced.append(msg)
             continue
         # versions of this answer; before a question they were an edited question's answers: versions of nothing shown

@@ -77,6 +77,26 @@ def test_a_regenerated_answer_lists_the_answers_it_replaced(user: Any, scripted:
     assert other.get(f"/api/conversations/{conv}/").status_code == 404
 
 
+def test_a_regenerate_that_failed_before_saying_anything_is_no_version(user: Any, scripted: Any) -> None:
+    from chat.providers.base import ProviderError
+    from tests.conftest import token_for
+
+    client = Client(headers={"Authorization": f"Token {token_for(user)}"})
+    scripted.enqueue(s.text("one"), [ProviderError("overloaded", "The model is overloaded.")], s.text("two"))
+    conv = client.post("/api/chat", {"message": "q1"}, content_type="application/json").json()["conversation_id"]
+    regenerate = {"message": "", "conversation_id": conv, "replace_last": "answer"}
+    failed = client.post("/api/chat", regenerate, content_type="application/json")
+    assert failed.status_code == 502 and failed.json()["code"] == "overloaded"
+    (answer,) = [m for m in client.get(f"/api/conversations/{conv}/").json()["messages"] if m["role"] == "assistant"]
+    assert answer["status"] == "error" and answer["content"] == ""  # the failed answer, with the one it replaced to page back to
+    assert [v["content"] for v in answer["earlier_versions"]] == ["one"]
+    assert client.post("/api/chat", regenerate, content_type="application/json").status_code == 200
+    (answer,) = [m for m in client.get(f"/api/conversations/{conv}/").json()["messages"] if m["role"] == "assistant"]
+    assert answer["content"] == "two" and [v["content"] for v in answer["earlier_versions"]] == ["one"]  # not the empty one
+    export = client.get(f"/api/conversations/{conv}/export/").json()["messages"]
+    assert [(m["content"], m["replaced"]) for m in export] == [("q1", False), ("one", True), ("", True), ("two", False)]  # all kept
+
+
 async def test_a_resent_regenerate_starts_nothing_new(user: Any, scripted: Any) -> None:
     scripted.enqueue(s.text("one"))
     scripted.enqueue(s.text("two"))

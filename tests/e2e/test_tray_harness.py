@@ -760,6 +760,47 @@ def test_regenerate_keeps_the_earlier_answer_as_a_version_to_page_back_to(page: 
     assert_clean(page)
 
 
+def test_a_failed_regenerate_keeps_the_earlier_answer_in_reach_and_a_refused_one_puts_it_back(page: Page, server: FakeProtocolServer) -> None:
+    outcomes = iter(["The first take.", None, "The second take."])  # None: the run fails before any text
+
+    async def script(run: FakeRun, frame: dict[str, Any]) -> None:
+        text = next(outcomes)
+        if text is None:
+            run.emit("error", code="provider_error", message="The model is overloaded.")
+            return
+        await run.stream_text(text)
+        run.complete(message_html=f"<p>{text}</p>")
+
+    server.script = script
+    open_tray(page, server)
+    send(page, "try again")
+    expect(final_messages(page).last.locator(".chat-bubble")).to_have_text("The first take.")
+    # refused before any run (busy): nothing was replaced, so the answer comes back as it was
+    server.next_send_error = {"code": "busy", "message": "A reply is still running in this conversation."}
+    final_messages(page).last.get_by_role("button", name="Regenerate").click()
+    expect(page.get_by_role("alert")).to_contain_text("A reply is still running")
+    expect(final_messages(page)).to_have_count(1)
+    expect(final_messages(page).last.locator(".chat-bubble")).to_have_text("The first take.")
+    expect(final_messages(page).last.get_by_role("group", name="Versions of this answer")).to_have_count(0)
+    # the run fails before writing: its (empty) answer shows, with the earlier one a click away
+    page.get_by_role("alert").get_by_role("button", name="Retry").click()
+    expect(page.get_by_role("alert")).to_contain_text("The model is overloaded.")
+    failed = final_messages(page).last
+    expect(final_messages(page)).to_have_count(1)
+    expect(failed.locator(".chat-tag--error")).to_have_text("incomplete")
+    pager = failed.get_by_role("group", name="Versions of this answer")
+    expect(pager).to_contain_text("2 / 2")
+    pager.get_by_role("button", name="Previous version").click()
+    expect(failed.locator(".chat-bubble")).to_have_text("The first take.")
+    # Retry regenerates again: the empty answer is not one more version
+    page.get_by_role("alert").get_by_role("button", name="Retry").click()
+    expect(final_messages(page).last.locator(".chat-bubble")).to_have_text("The second take.")
+    expect(final_messages(page).last.get_by_role("group", name="Versions of this answer")).to_contain_text("2 / 2")
+    expect(final_messages(page)).to_have_count(1)
+    assert [f.get("replace_last") for f in server.frames_of("chat.send")] == [None, "answer", "answer", "answer"]
+    assert_clean(page)
+
+
 def test_an_answer_cut_at_a_limit_says_so_and_continues(page: Page, server: FakeProtocolServer) -> None:
     async def script(run: FakeRun, frame: dict[str, Any]) -> None:
         if frame["message"] == "Continue":

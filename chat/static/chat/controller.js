@@ -56,6 +56,7 @@ export class Tray {
     this.pending = []; // files chosen for the next message: {key, name, status: "uploading"|"ready", data, preview}
     this.editing = false; // the composer holds an edit of the last question
     this.replacedVersions = null; // a regenerate's replaced answer and its versions, for the answer that replaces it
+    this.replacedAnswer = null; // that answer itself, put back if the server refuses the regenerate (it replaced nothing)
     // The browser's own view of the network: warn at once instead of "Thinking…" for 30 s.
     window.addEventListener("offline", () => this.onNetwork(false));
     window.addEventListener("online", () => this.onNetwork(true));
@@ -164,6 +165,7 @@ export class Tray {
     this.view.clearError();
     this.view.removeSuggestions();
     this.replacedVersions = null; // a new question: its answer replaces nothing
+    this.replacedAnswer = null;
     const attachments = withFiles ? this.takePending() : [];
     this.view.appendMessage(renderUserMessage(text, this, attachments), { force: true });
     this.store.addMessage({ role: "user", content: text, attachments });
@@ -256,7 +258,10 @@ export class Tray {
     this.view.removeSuggestions();
     // the server keeps the answer being replaced as an earlier version of the next one: so does the tray
     const old = this.store.lastRole === "assistant" ? this.store.messages.at(-1) : null;
-    this.replacedVersions = old ? [...(old.earlier_versions || []), ...(old.content ? [versionOf(old)] : [])] : [];
+    // an answer that says nothing (a failed one) is not a version, as on the server (selectors.conversation_messages)
+    const says = old && (old.content || old.tool_history?.length);
+    this.replacedVersions = old ? [...(old.earlier_versions || []), ...(says ? [versionOf(old)] : [])] : [];
+    this.replacedAnswer = old;
     this.dropTrailing("assistant");
     this.store.lastRequest = { message: question.content, interactionType: "text_input", actionMetadata: null, replaceLast: "answer" };
     this.startRun();
@@ -364,6 +369,8 @@ export class Tray {
   retry() {
     if (!this.store.lastRequest || this.protocol.following) return;
     this.view.clearError();
+    // a regenerate again: the answer shown now (the failed one, or the one put back) is what it replaces
+    if (this.store.lastRequest.replaceLast === "answer" && this.regenerate()) return;
     this.startRun();
   }
 
@@ -416,6 +423,11 @@ export class Tray {
         // Our chat.send was refused (busy, rate_limited, action_rejected, not_found, too_large...).
         if (error.code === "not_found") this.store.forgetConversation(); // stale or foreign id: retry starts a new one
         this.endLive();
+        // a refused regenerate replaced nothing: the answer it took off the screen comes back, with its versions
+        if (this.store.lastRequest?.replaceLast === "answer" && this.replacedAnswer) {
+          this.replacedVersions = null;
+          this.addAssistantMessage(this.replacedAnswer);
+        }
         this.showError(errorText(error) || gettext("The message could not be sent."));
       },
       onUnavailable: () => {
@@ -480,12 +492,15 @@ export class Tray {
     const live = this.live;
     const message = normalizeMessage({ role: "assistant", content: live?.text ?? "", tool_history: live?.toolHistory ?? [], status });
     this.endLive();
-    if (message.content.trim() || status === "cancelled") this.addAssistantMessage(message);
+    // a regenerate that failed before writing anything still shows its answer (empty, "incomplete") with the earlier
+    // versions to page back to, as the conversation shows after a reload
+    if (message.content.trim() || status === "cancelled" || this.replacedVersions?.length) this.addAssistantMessage(message);
   }
 
   addAssistantMessage(message) {
     if (this.replacedVersions?.length && !message.earlier_versions.length) message.earlier_versions = this.replacedVersions;
     this.replacedVersions = null;
+    this.replacedAnswer = null;
     this.view.removeSuggestions();
     this.view.appendMessage(renderAssistantMessage(message, this, { latest: true }));
     this.store.addMessage(message);
@@ -575,6 +590,7 @@ export class Tray {
     this.view.clearMessages();
     this.store.clearMessages();
     this.replacedVersions = null; // they belonged to an answer of the conversation shown until now
+    this.replacedAnswer = null;
   }
 
   // ---- panels ----------------------------------------------------------------------------------------
