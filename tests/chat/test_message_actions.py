@@ -97,6 +97,24 @@ def test_a_regenerate_that_failed_before_saying_anything_is_no_version(user: Any
     assert [(m["content"], m["replaced"]) for m in export] == [("q1", False), ("one", True), ("", True), ("two", False)]  # all kept
 
 
+def test_retry_of_a_failed_first_answer_is_a_regenerate_and_stores_the_question_once(user: Any, scripted: Any) -> None:
+    """What the tray's Retry sends after a run error: the question is stored, so it asks for its answer again."""
+    from chat.providers.base import ProviderError
+    from tests.conftest import token_for
+
+    client = Client(headers={"Authorization": f"Token {token_for(user)}"})
+    scripted.enqueue([ProviderError("overloaded", "The model is overloaded.")], s.text("ok"))
+    failed = client.post("/api/chat", {"message": "q1", "client_message_id": "c1"}, content_type="application/json").json()
+    conv = Conversation.objects.get(owner=user).pk
+    assert failed["code"] == "overloaded"
+    retry = client.post("/api/chat", {"message": "", "conversation_id": conv, "replace_last": "answer", "client_message_id": "c2"},
+                        content_type="application/json")
+    assert retry.status_code == 200 and retry.json()["message"] == "ok"
+    messages = client.get(f"/api/conversations/{conv}/").json()["messages"]
+    assert [(m["role"], m["content"]) for m in messages] == [("user", "q1"), ("assistant", "ok")]
+    assert messages[1]["earlier_versions"] == []
+
+
 async def test_a_resent_regenerate_starts_nothing_new(user: Any, scripted: Any) -> None:
     scripted.enqueue(s.text("one"))
     scripted.enqueue(s.text("two"))

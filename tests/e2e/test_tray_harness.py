@@ -849,7 +849,7 @@ def test_a_reloaded_answer_cut_at_the_step_limit_offers_continue(page: Page, ser
     assert_clean(page)
 
 
-def test_run_error_then_retry_uses_new_client_message_id(page: Page, server: FakeProtocolServer) -> None:
+def test_run_error_then_retry_answers_the_stored_question_again(page: Page, server: FakeProtocolServer) -> None:
     attempts: list[str] = []
 
     async def script(run: FakeRun, frame: dict[str, Any]) -> None:
@@ -870,10 +870,14 @@ def test_run_error_then_retry_uses_new_client_message_id(page: Page, server: Fak
     expect(final_messages(page).last).to_have_text("Worked this time.")
     expect(page.get_by_role("alert")).to_have_count(0)
     first, second = server.frames_of("chat.send")
-    assert first["message"] == second["message"] == "try me"
+    # the run had started, so the server stored the question: the retry regenerates its answer instead of sending
+    # the question a second time (which would store it twice)
+    assert first["message"] == "try me" and second["message"] == "" and second["replace_last"] == "answer"
+    assert second["conversation_id"] is not None  # the conversation the failed run created
     assert first["client_message_id"] != second["client_message_id"]
     assert UUID4.match(second["client_message_id"])
     expect(page.locator(".chat-bubble--user")).to_have_count(1)
+    expect(final_messages(page)).to_have_count(1)
     assert_clean(page)
 
 

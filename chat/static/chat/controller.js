@@ -670,6 +670,8 @@ const EVENT_HANDLERS = {
   },
   error(event) {
     this.finishPartial("error");
+    // the run had started, so its question is stored: Retry answers it again (a regenerate), never sends it twice
+    if (this.store.lastRequest) this.store.lastRequest = { ...this.store.lastRequest, replaceLast: "answer" };
     this.showError(errorText(event) || gettext("Something went wrong."));
   },
 };
