@@ -991,6 +991,26 @@ def test_conversation_list_searches_and_shows_more(page: Page, server: FakeProto
     assert_clean(page)
 
 
+def test_show_more_after_a_delete_skips_no_conversation(page: Page, server: FakeProtocolServer) -> None:
+    oldest = [server.add_conversation(f"Old {i}", [{"role": "user", "content": "hi"}]) for i in range(2)]
+    for i in range(50):
+        server.add_conversation(f"Chat {i}", [{"role": "user", "content": "small talk"}])
+    open_tray(page, server)
+    page.get_by_role("button", name="History").click()
+    items = page.locator(".chat-conversation")
+    expect(items).to_have_count(50)
+    delete = page.get_by_role("button", name="Delete conversation: Chat 10")
+    delete.click()
+    delete.click()
+    expect(items).to_have_count(49)
+    page.get_by_role("button", name="Show more").click()
+    expect(items).to_have_count(51)  # both older ones: the list moved up by one, and so did the next page
+    assert server.list_queries[-1] == {"limit": "50", "offset": "49"}
+    listed = [items.nth(i).get_attribute("data-conversation-id") for i in range(51)]
+    assert listed[-2:] == [str(oldest[1]), str(oldest[0])]
+    assert_clean(page)
+
+
 def test_conversation_list_is_grouped_by_day_and_pinned_ones_come_first(page: Page, server: FakeProtocolServer) -> None:
     now = datetime.now(UTC)
 

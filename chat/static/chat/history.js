@@ -212,6 +212,7 @@ export class HistoryView {
       }
       const list = row.parentElement;
       row.remove();
+      this.shown = Math.max(0, this.shown - 1); // the server's list moved up by one: "Show more" skips no one
       if (list && !list.children.length) list.closest(".chat-conversation-group")?.remove(); // no heading over nothing
       if (conv.id === tray.conversationId) tray.reset();
     }, { cls: "chat-link-btn chat-conversation__delete", ariaLabel: interpolate(gettext("Delete conversation: %(title)s"), { title }) });
