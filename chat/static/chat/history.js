@@ -217,9 +217,10 @@ export class HistoryView {
       if (conv.id === tray.conversationId) tray.reset();
     }, { cls: "chat-link-btn chat-conversation__delete", ariaLabel: interpolate(gettext("Delete conversation: %(title)s"), { title }) });
     const rename = button(gettext("Rename"), () => this.rename(conv, row, open, rename), { cls: "chat-link-btn chat-conversation__rename", ariaLabel: interpolate(gettext("Rename conversation: %(title)s"), { title }) });
-    const pin = conv.pinned
-      ? button(gettext("Unpin"), () => this.pin(conv, false), { cls: "chat-link-btn chat-conversation__pin", ariaLabel: interpolate(gettext("Unpin conversation: %(title)s"), { title }) })
-      : button(gettext("Pin"), () => this.pin(conv, true), { cls: "chat-link-btn chat-conversation__pin", ariaLabel: interpolate(gettext("Pin conversation: %(title)s"), { title }) });
+    const [pinText, pinName] = conv.pinned
+      ? [gettext("Unpin"), gettext("Unpin conversation: %(title)s")]
+      : [gettext("Pin"), gettext("Pin conversation: %(title)s")];
+    const pin = button(pinText, () => this.pin(conv, !conv.pinned), { cls: "chat-link-btn chat-conversation__pin", ariaLabel: interpolate(pinName, { title }) });
     const download = h("a", { class: "chat-link-btn chat-conversation__download", href: tray.api.exportUrl(conv.id, "markdown"),
       download: "", "aria-label": interpolate(gettext("Download conversation: %(title)s"), { title }) }, gettext("Download"));
     row.append(h("div", { class: "chat-conversation__actions" }, rename, pin, download, del));
