@@ -220,6 +220,7 @@ class FakeProtocolServer:
         self.resync_on_resume = False
         self.drop_next_send = False  # close the socket on the next chat.send without starting a run
         self.next_send_error: dict[str, str] | None = None
+        self.refuse_connections = False
         self.lose_live_seqs: set[int] = set()  # events with these seqs are logged but never sent live
         self.streaming_placeholders = False  # store an assistant "streaming" message at turn start, like the real server
         self.connections = 0
@@ -259,7 +260,11 @@ class FakeProtocolServer:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        async with serve(self._handle, "127.0.0.1", 0) as ws_server:
+        def down(connection: ServerConnection, request: Any) -> Any:
+            """A server that is down (refuse_connections): every handshake fails, so the client's socket never opens."""
+            return connection.respond(503, "test: down\n") if self.refuse_connections else None
+
+        async with serve(self._handle, "127.0.0.1", 0, process_request=down) as ws_server:
             port = next(iter(ws_server.sockets)).getsockname()[1]
             self.ws_url = f"ws://127.0.0.1:{port}/ws/chat/"
             self._ready.set()

@@ -588,6 +588,74 @@ def test_reconnect_resumes_without_duplicates(page: Page, server: FakeProtocolSe
     assert_clean(page)
 
 
+def test_retry_after_the_tray_gave_up_reconnecting_reads_the_answer_back_instead_of_sending_twice(page: Page, server: FakeProtocolServer) -> None:
+    answer = "The answer begins and ends while nobody listens."
+
+    async def script(run: FakeRun, frame: dict[str, Any]) -> None:
+        await run.stream_text(answer[:18])
+        await run.gate("drop")
+        await run.drop_connections()  # and the server stays unreachable (refuse_connections) for a while
+        await run.stream_text(answer[18:])
+        run.complete(message=answer, message_html=f"<p>{answer}</p>")
+
+    server.script = script
+    page.clock.install()  # the tray's reconnect backoff (about 45 s before it gives up) runs on a clock the test moves
+    open_tray(page, server)
+    send(page, "tell me")
+    expect(page.locator(".chat-bubble--streaming .chat-stream-body")).to_have_text(answer[:18])
+    server.refuse_connections = True
+    server.open_gate("drop")
+    alert = _until_the_tray_gives_up(page)
+    expect(final_messages(page).last).to_contain_text(answer[:18])  # what arrived is kept meanwhile, marked
+    server.refuse_connections = False
+    alert.get_by_role("button", name="Retry").click()
+    # the run had been acknowledged: the server has the message, and by now its whole answer
+    expect(final_messages(page)).to_have_count(1)
+    expect(final_messages(page).last.locator(".chat-bubble")).to_have_text(answer)
+    expect(page.locator(".chat-bubble--user")).to_have_count(1)
+    assert len(server.frames_of("chat.send")) == 1  # never sent twice
+    _forget_refused_reconnects(page)
+    assert_clean(page)
+
+
+def test_retry_after_the_tray_gave_up_before_any_ack_sends_the_same_message_again(page: Page, server: FakeProtocolServer) -> None:
+    page.clock.install()
+    open_tray(page, server)
+    server.drop_next_send = True  # the socket closes on the send, before the server acknowledges it ...
+    server.refuse_connections = True  # ... and the server stays unreachable
+    send(page, "hello?")
+    alert = _until_the_tray_gives_up(page)
+    expect(final_messages(page)).to_have_count(0)  # nothing arrived
+    server.refuse_connections = False
+    alert.get_by_role("button", name="Retry").click()
+    expect(final_messages(page)).to_have_text("You said: hello?")
+    first, second = server.frames_of("chat.send")
+    assert first == second  # the same client_message_id: a server that had stored it would run it at most once
+    assert len(server.runs) == 1
+    expect(page.locator(".chat-bubble--user")).to_have_count(1)
+    _forget_refused_reconnects(page)
+    assert_clean(page)
+
+
+def _until_the_tray_gives_up(page: Page) -> Any:
+    """Move the tray's clock through its reconnect backoff (about 45 s) until it says the connection is lost."""
+    alert = page.get_by_role("alert")
+    for _ in range(60):
+        if alert.filter(has_text="Lost the connection to the server.").count():
+            break
+        page.clock.run_for(2000)
+        page.wait_for_timeout(50)  # each refused handshake fails in real time
+    expect(alert).to_contain_text("Lost the connection to the server.")
+    return alert
+
+
+def _forget_refused_reconnects(page: Page) -> None:
+    """The browser reports each refused handshake on the console: expected here, and nothing else may be there."""
+    refused = [e for e in page.errors if "Unexpected response code: 503" in e]  # type: ignore[attr-defined]
+    assert len(refused) >= 10
+    page.errors[:] = [e for e in page.errors if e not in refused]  # type: ignore[attr-defined]
+
+
 def test_send_retried_after_reconnect_reuses_client_message_id(page: Page, server: FakeProtocolServer) -> None:
     server.drop_next_send = True
     open_tray(page, server)

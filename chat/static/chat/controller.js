@@ -369,9 +369,34 @@ export class Tray {
   retry() {
     if (!this.store.lastRequest || this.protocol.following) return;
     this.view.clearError();
+    if (this.store.lastRequest.lost) {
+      this.retryLost();
+      return;
+    }
     // a regenerate again: the answer shown now (the failed one, or the one put back) is what it replaces
     if (this.store.lastRequest.replaceLast === "answer" && this.regenerate()) return;
     this.startRun();
+  }
+
+  /**
+   * Retry after the connection was lost mid-turn. A run the server acknowledged is read back from the conversation:
+   * it may have finished meanwhile, or it is still going and is followed from its first event. A send never
+   * acknowledged goes again as it was: its client_message_id makes the server run it at most once.
+   */
+  async retryLost() {
+    const { lost, ...request } = this.store.lastRequest;
+    this.store.lastRequest = request;
+    if (!lost.runId) {
+      this.beginLive();
+      this.protocol.start(lost.frame);
+      return;
+    }
+    this.store.seenSeq.delete(lost.runId); // the view is rebuilt: a run still going is replayed from its start
+    const id = this.store.conversationId;
+    if (id === null || !(await this.loadConversation(id, { quiet: true }))) {
+      this.store.lastRequest = { ...request, lost };
+      this.showError(gettext("Lost the connection to the server."));
+    }
   }
 
   startRun() {
@@ -437,9 +462,11 @@ export class Tray {
       },
       onError: (error) => this.notice(errorText(error) || gettext("Something went wrong."), "error"),
       onConnectionState: (state, following) => this.view?.showReconnecting(state === "reconnecting" && following),
-      onConnectionLost: () => {
+      onConnectionLost: (run) => {
         // The socket stopped retrying: end the turn visibly instead of spinning forever.
         this.finishPartial("interrupted");
+        // Retry then asks the server what became of the message instead of sending it twice (see retry)
+        if (this.store.lastRequest && run) this.store.lastRequest = { ...this.store.lastRequest, lost: { runId: run.runId, frame: run.frame } };
         this.showError(gettext("Lost the connection to the server."));
       },
     };
@@ -494,7 +521,7 @@ export class Tray {
     this.endLive();
     // a regenerate that failed before writing anything still shows its answer (empty, "incomplete") with the earlier
     // versions to page back to, as the conversation shows after a reload
-    if (message.content.trim() || status === "cancelled" || this.replacedVersions?.length) this.addAssistantMessage(message);
+    if (message.content.trim() || status === "cancelled" || (status === "error" && this.replacedVersions?.length)) this.addAssistantMessage(message);
   }
 
   addAssistantMessage(message) {
