@@ -453,6 +453,11 @@ def test_axe_no_serious_violations_on_every_demo_page(open_page: Callable[..., P
         found[f"{path} (open)"] = _axe_serious(page)
         ask(page, "what is on this page?")
         found[f"{path} (after a turn)"] = _axe_serious(page)
+        if path == "/":  # the conversation list, its headings and its buttons, once, wide
+            page.get_by_role("button", name="Wide view").click()
+            page.get_by_role("button", name="History").click()
+            expect(page.locator(".chat-conversation-group__title").first).to_be_visible()
+            found[f"{path} (conversation list, wide view)"] = _axe_serious(page)
         page.close()
     bad = {k: v for k, v in found.items() if v}
     assert bad == {}, bad
