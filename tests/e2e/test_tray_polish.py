@@ -42,6 +42,12 @@ def markdown_server(start_live_server: Callable[..., LiveServer]) -> LiveServer:
 
 
 @pytest.fixture(scope="module")
+def short_answers_server(start_live_server: Callable[..., LiveServer]) -> LiveServer:
+    """The demo site with its offline model held to 12 tokens (words) per model call."""
+    return start_live_server("short", CHAT_OFFLINE_DELAY="0.01", CHAT_MAX_TOKENS="12")
+
+
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
@@ -210,6 +216,37 @@ def test_edit_and_resend_the_last_question(open_page: Callable[..., Page], site_
     box.press("ArrowUp")
     expect(box).to_have_value("hello world")
     expect(page.locator(".chat-editing")).to_be_visible()
+    assert_clean(page)
+
+
+def test_an_answer_cut_at_the_token_limit_is_continued_to_its_end_on_the_real_server(
+        open_page: Callable[..., Page], site_server: LiveServer, short_answers_server: LiveServer) -> None:
+    """No fake: the server's own token limit cuts the offline model's answer, the tray says so, and Continue (sent
+    as a message) makes the model go on where it stopped, until the answer is whole."""
+    question = "what can you do"
+    page = open_page(short_answers_server, "/reports/")
+    open_tray(page)
+    cut = ask(page, question)
+    expect(cut.get_by_role("note")).to_contain_text("The answer stopped at its length limit.")
+    shot(page, "15_cut_at_the_token_limit")
+    for _ in range(15):
+        latest = final_messages(page).last
+        if not latest.get_by_role("note").count():
+            break
+        answers = final_messages(page).count()
+        latest.get_by_role("button", name="Continue", exact=True).click()
+        expect(final_messages(page)).to_have_count(answers + 1)
+        wait_idle(page)
+    expect(final_messages(page).last.get_by_role("note")).to_have_count(0)
+    parts = short_answers_server.query(
+        "SELECT content, stop_reason FROM pagechat_message WHERE conversation_id = ? AND role = 'assistant' ORDER BY id", conversation_id(page))
+    assert len(parts) > 2 and [r for _, r in parts] == ["max_tokens"] * (len(parts) - 1) + [""]
+    # the same question where nothing is cut: the parts together are that answer, nothing lost or said twice
+    whole_page = open_page(site_server, "/reports/")
+    open_tray(whole_page)
+    ask(whole_page, question)
+    (whole,) = site_server.query("SELECT content FROM pagechat_message WHERE conversation_id = ? AND role = 'assistant'", conversation_id(whole_page))
+    assert " ".join(" ".join(c for c, _ in parts).split()) == " ".join(whole[0].split())
     assert_clean(page)
 
 

@@ -9,6 +9,7 @@ import hashlib
 import json
 import re
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from django.utils import translation
@@ -16,7 +17,7 @@ from django.utils.translation import gettext
 
 from chat.providers.base import MessageEnd, Provider, ProviderEvent, ProviderRequest, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
 from chat.providers.offline.intents import Intent, IntentRegistry, Reply, intent, intents
-from chat.providers.offline.reading import Reading
+from chat.providers.offline.reading import Reading, message_text
 
 __all__ = ["MODEL_NAME", "Intent", "IntentRegistry", "OfflineProvider", "Reading", "Reply", "decide", "intent", "intents"]
 MODEL_NAME = "pagechat-offline"  # what runs record as their model: never the configured CHAT_MODEL (it was not called)
@@ -44,6 +45,12 @@ class OfflineProvider(Provider):
         reply = decide(request)
         out_tokens = 0
         for chunk in _chunks(reply.text):
+            if request.max_tokens and out_tokens >= request.max_tokens:  # a word is a token here
+                # stopped at the limit as a hosted model stops: mid-answer, before any tool call ("Continue" goes on)
+                said = "".join(_chunks(reply.text)[:out_tokens])
+                usage = Usage(input_tokens=_estimate(request), output_tokens=out_tokens)
+                yield MessageEnd("max_tokens", usage, raw={"role": "assistant", "content": [{"type": "text", "text": said}], "intent": reply.intent})
+                return
             out_tokens += 1
             yield TextDelta(chunk)
             if self.delay:
@@ -65,8 +72,29 @@ class OfflineProvider(Provider):
         yield MessageEnd("tool_use", usage, raw={"role": "assistant", "content": content, "intent": reply.intent})
 
 
+# A line of structured output (`SUGGESTED_VALUES: [...]`, `STREAM_PROPOSAL: {...}`) is one token: a cut at the
+# token limit falls between lines of it, never inside one.
+_CHUNK = re.compile(r"^[A-Z][A-Z_]*: [\[{].*(?:\n|$)|\S+\s*|\s+", re.M)
+
+
 def _chunks(text: str) -> list[str]:
-    return re.findall(r"\S+\s*|\s+", text)
+    """The answer as the tokens it streams: words with their trailing space, a structured line whole."""
+    return _CHUNK.findall(text)
+
+
+def _continuation(request: ProviderRequest) -> Reply | None:
+    """After "Continue" (in the reply language) that follows an answer of this model cut at its token limit: the
+    rest of that answer, as a model reads its own cut answer and goes on; None otherwise."""
+    messages = request.messages
+    if len(messages) < 3 or messages[-2].get("role") != "assistant" or messages[-1].get("role") != "user":
+        return None
+    if message_text(messages[-1]).strip().lower() not in {"continue", gettext("Continue").lower()}:
+        return None
+    cut = message_text(messages[-2]).rstrip()
+    whole = decide(replace(request, messages=messages[:-2]))  # the answer it was writing (the same request then)
+    if not cut or not whole.text.startswith(cut) or not (whole.text[len(cut):].strip() or whole.tool):
+        return None
+    return Reply(whole.text[len(cut):].lstrip(), whole.tool, f"{whole.intent} (continued)")
 
 
 def _estimate(request: ProviderRequest) -> int:
@@ -92,6 +120,8 @@ def decide(request: ProviderRequest) -> Reply:
     that it cannot open the files the message carries, and naming them) - in the language the prompt asks for (this
     model's own phrases are translated; what it quotes from the page stays as it is)."""
     with translation.override(reply_language(request.system) or "en"):
+        if (rest := _continuation(request)) is not None:
+            return rest
         reading = Reading(request)
         reply = intents.reply(reading)
         if reading.attachments:

@@ -193,3 +193,45 @@ def test_an_identifier_field_takes_the_number_the_user_wrote() -> None:
                                           request_context={"current_page": "orders", "order_count": 1}))
     reply, _ = ask(sys, "What is the status of order 1042?", tools=[tool])
     assert reply.tool == ("order_status", {"order_number": "1042"})
+
+
+async def _stream(request: ProviderRequest) -> tuple[str, str]:
+    """The text the offline model streams for `request` and why it stopped."""
+    from chat.providers.base import MessageEnd, TextDelta
+    from chat.providers.offline import OfflineProvider
+
+    text, stop = "", ""
+    async for event in OfflineProvider(delay=0).stream(request):
+        if isinstance(event, TextDelta):
+            text += event.text
+        elif isinstance(event, MessageEnd):
+            stop = event.stop_reason
+    return text, stop
+
+
+async def test_the_answer_stops_at_max_tokens_and_continue_goes_on_where_it_stopped() -> None:
+    """A word is a token: at `max_tokens` the answer stops as a hosted model's does ("max_tokens"), and "Continue"
+    after it gets the rest, cut again at the limit, until the whole answer is told."""
+    sys = system("home", {"current_page": "home"})
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "what can you do?"}]
+    whole, stop = await _stream(ProviderRequest(system=sys, messages=list(messages), tools=[], model="m", max_tokens=2000))
+    assert stop == "end_turn" and len(whole.split()) > 12
+    parts: list[str] = []
+    for _ in range(20):
+        text, stop = await _stream(ProviderRequest(system=sys, messages=list(messages), tools=[], model="m", max_tokens=5))
+        parts.append(text)
+        if stop == "end_turn":
+            break
+        assert stop == "max_tokens" and len(text.split()) == 5
+        messages += [{"role": "assistant", "content": text}, {"role": "user", "content": "Continue"}]
+    assert stop == "end_turn" and len(parts) > 2
+    assert " ".join(" ".join(parts).split()) == " ".join(whole.split())  # nothing lost, nothing said twice
+    structured = [m.group(1) for p in parts for m in re.finditer(r"^[A-Z][A-Z_]*: ([\[{].*)$", p, re.M)]
+    assert structured and all(json.loads(s) for s in structured)  # a line of structure (the chips) is never cut
+
+
+def test_continue_after_a_whole_answer_is_an_ordinary_message() -> None:
+    sys = system("home", {"current_page": "home"})
+    reply, messages = ask(sys, "hello")
+    again = decide(ProviderRequest(system=sys, messages=[*messages, {"role": "user", "content": "Continue"}], tools=[], model="m", max_tokens=100))
+    assert "(continued)" not in again.intent  # nothing was cut: no rest to tell
