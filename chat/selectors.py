@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from functools import cache
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections, router
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db.models import CharField, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Cast, Coalesce, Concat, Greatest, Length, Lower, StrIndex, Substr
 
 from chat import attachments
 from chat.attachments import placeholder_block
@@ -23,7 +25,8 @@ MANIFEST_LIMIT = 20
 PAYLOAD_SCAN_LIMIT = 200  # payloads older than the last 200 messages leave the manifest
 
 __all__ = [
-    "attachment_get", "conversation_by_thread", "conversation_get", "conversation_list", "conversation_messages", "conversation_running_run_id",
+    "attachment_get", "conversation_by_thread", "conversation_get", "conversation_list", "conversation_messages",
+    "conversation_running_run_id", "conversation_snippet",
     "history_exists", "history_window", "message_attachment_blocks", "payload_get", "payload_manifest",
     "run_assistant_message_id", "run_for_user", "run_stream_ended",
 ]
@@ -31,12 +34,41 @@ __all__ = [
 
 def conversation_list(*, user: User, query: str = "") -> QuerySet[Conversation]:
     """The user's conversations: the pinned ones first (the latest pinned first), then the most recently updated
-    first; with `query`, only those whose title or any message contains it (case-insensitive)."""
+    first; with `query`, only those whose title or any message contains it (case-insensitive), each annotated with
+    `snippet`, where its first message that says it says it ("" for a title match only; see conversation_snippet)."""
     conversations = Conversation.objects.filter(owner=user)
     if query:
         said = Message.objects.shown().filter(conversation=OuterRef("pk"), content__icontains=query)
-        conversations = conversations.filter(Q(title__icontains=query) | Exists(said))
+        conversations = conversations.filter(Q(title__icontains=query) | Exists(said)).annotate(
+            snippet=Coalesce(Subquery(_snippets(said, query)[:1]), Value("")))
     return conversations.order_by(F("pinned_at").desc(nulls_last=True), "-updated_at", "-id")
+
+
+SNIPPET_BEFORE = 60  # characters of a matching message shown before what matched
+SNIPPET_CHARS = 200  # characters of it read at most (the list never carries whole messages)
+
+
+def _snippets(said: QuerySet[Message], query: str) -> QuerySet[Any, Any]:
+    """Each message's excerpt around `query`, as `start|length|text` (start 1-based), cut in SQL."""
+    found = StrIndex(Lower("content"), Lower(Value(query)))  # 0 where only the database's own case folding matched
+    start = Greatest(found - SNIPPET_BEFORE, Value(1))
+    text = Concat(Cast(start, CharField()), Value("|"), Cast(Length("content"), CharField()), Value("|"),
+                  Substr("content", start, SNIPPET_CHARS), output_field=CharField())
+    return said.order_by("id").annotate(snippet=text).values("snippet")
+
+
+def conversation_snippet(raw: str) -> str:
+    """A `snippet` annotation as the reader sees it: one line, "…" where the message goes on, markup left out."""
+    if not raw:
+        return ""
+    start, length, text = raw.split("|", 2)
+    words = _SNIPPET_MARKUP.sub(" ", text).split()
+    before, after = int(start) > 1, int(start) - 1 + SNIPPET_CHARS < int(length)
+    words = words[1 if before else 0:-1 if after else None] or words  # no word cut in half at either end
+    return ("…" if before else "") + " ".join(words) + ("…" if after else "")
+
+
+_SNIPPET_MARKUP = re.compile(r"\[\[[^\]]*\]\]|[`*|]|^\s*(?:#+|>)", re.M)  # tool-card markers, Markdown's marks
 
 
 def conversation_get(*, user: User, conversation_id: int) -> Conversation | None:

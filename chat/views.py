@@ -353,6 +353,18 @@ class ConversationSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "created_at", "updated_at"]
 
 
+class ConversationListItemSerializer(ConversationSerializer):
+    snippet = serializers.SerializerMethodField(help_text=(
+        "with `q`: where the conversation's first message that contains it says it (about 200 characters, \"…\" where "
+        "the message goes on); \"\" when only the title matches, and without `q`"))
+
+    class Meta(ConversationSerializer.Meta):
+        fields = [*ConversationSerializer.Meta.fields, "snippet"]
+
+    def get_snippet(self, obj: Conversation) -> str:
+        return selectors.conversation_snippet(getattr(obj, "snippet", ""))
+
+
 class ConversationListQuery(serializers.Serializer):
     """The list's query parameters: what to find, and which part of the list (all of it when no limit is given)."""
 
@@ -422,7 +434,7 @@ EXPORT_FORMATS = {"json": ("application/json", "json"), "markdown": ("text/markd
 
 @described_actions(
     list={"summary": "The user's conversations, the pinned ones first, then the most recently updated first", "parameters": [ConversationListQuery],
-          "responses": {200: ConversationSerializer(many=True), **drf_error_responses(400)}},
+          "responses": {200: ConversationListItemSerializer(many=True), **drf_error_responses(400)}},
     create={"summary": "Create a conversation", "responses": {201: ConversationSerializer, **drf_error_responses(400)}},
     retrieve={"summary": "A conversation with its messages", "responses": {200: ConversationDetailSerializer, **drf_error_responses(404)}},
     update={"summary": "Rename, pin or unpin a conversation", "responses": {200: ConversationSerializer, **drf_error_responses(400, 404)}},
@@ -451,7 +463,7 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
         found = selectors.conversation_list(user=request.user, query=params.validated_data.get("q", "").strip())
         start, limit = params.validated_data["offset"], params.validated_data.get("limit")
         page = found[start:start + limit] if limit is not None else found[start:]
-        return Response(ConversationSerializer(page, many=True).data)
+        return Response(ConversationListItemSerializer(page, many=True).data)
 
     def get_serializer_class(self) -> Any:
         return ConversationDetailSerializer if self.action == "retrieve" else ConversationSerializer

@@ -214,6 +214,27 @@ def test_rest_conversations_are_found_by_title_or_message_and_listed_a_part_at_a
         assert response.status_code == 400 and set(response.json()) <= {"limit", "offset", "q"}, (bad, response.content)
 
 
+def test_rest_conversation_search_says_where_a_message_matched(user: Any) -> None:
+    conv = Conversation.objects.create(owner=user, title="Reagents")
+    Message.objects.create(conversation=conv, role="user", content="Which supplier?")
+    long_answer = "word " * 60 + "the **CRISPR** screen [[tool:0]] found\n\nthree hits " + "more " * 60
+    Message.objects.create(conversation=conv, role="assistant", content=long_answer)
+    Message.objects.create(conversation=conv, role="user", content="and CRISPR again, later")
+    Message.objects.create(conversation=conv, role="assistant", content="crispr, replaced", replaced=True)
+    client = Client(headers={"Authorization": f"Token {token_for(user)}"})
+
+    def snippet(query: str) -> str:
+        (item,) = client.get("/api/conversations/", {"q": query}).json()
+        return str(item["snippet"])
+
+    found = snippet("crispr")  # the first message that says it, case-insensitively, around what matched
+    assert found.startswith("…word ") and found.endswith("…") and "the CRISPR screen found three hits" in found
+    assert len(found) <= 200 + 2 and "[[" not in found and "*" not in found  # bounded, without markup
+    assert snippet("supplier") == "Which supplier?"  # a whole short message: no "…"
+    assert snippet("reagents") == ""  # the title matched, no message says it
+    assert client.get("/api/conversations/").json()[0]["snippet"] == ""  # no search, no snippet
+
+
 def test_rest_conversations_pin_to_the_top_and_unpin_back_to_their_place(user: Any, other_user: Any) -> None:
     client = Client(headers={"Authorization": f"Token {token_for(user)}"})
     ids = [Conversation.objects.create(owner=user, title=f"c{i}").pk for i in range(4)]  # c3 is the newest

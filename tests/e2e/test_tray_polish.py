@@ -303,6 +303,24 @@ def test_title_generated_after_the_first_turn_renamed_and_pinned_in_the_tray(ope
     assert_clean(page)
 
 
+def test_a_search_shows_where_the_words_were_said_marked_and_as_text(open_page: Callable[..., Page], site_server: LiveServer) -> None:
+    page = open_page(site_server, "/reports/")
+    open_tray(page)
+    ask(page, "notes on <img src=x onerror=window.__pwned=1> zebrafish regeneration, please")
+    cid = conversation_id(page)
+    page.get_by_role("button", name="History").click()
+    page.get_by_role("searchbox", name="Search conversations").fill("ZEBRAFISH")
+    found = page.locator(f'.chat-conversation[data-conversation-id="{cid}"]')
+    expect(page.locator(".chat-conversation")).to_have_count(1)
+    snippet = found.locator(".chat-conversation__snippet")
+    expect(snippet).to_contain_text("<img src=x onerror=window.__pwned=1> zebrafish regeneration")  # the words, as text
+    expect(snippet.locator("mark").first).to_have_text("zebrafish")  # what was searched for, in any case
+    expect(snippet.locator("img")).to_have_count(0)
+    assert page.evaluate("window.__pwned") is None
+    shot(page, "16_search_snippet")
+    assert_clean(page)
+
+
 # ---- honest states --------------------------------------------------------------------------------------
 
 

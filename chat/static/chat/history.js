@@ -26,6 +26,22 @@ export function conversationGroup(conv, now = new Date()) {
   return formatMonth(when);
 }
 
+/** `text` as nodes with each occurrence of `query` (any case) in a <mark>: text nodes only, never parsed as HTML. */
+export function marked(text, query) {
+  const needle = query.toLowerCase();
+  const haystack = text.toLowerCase();
+  if (!needle || haystack.length !== text.length) return [text]; // a case change that alters lengths: nothing to align
+  const out = [];
+  let from = 0;
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, from)) {
+    if (at > from) out.push(text.slice(from, at));
+    out.push(h("mark", {}, text.slice(at, at + needle.length)));
+    from = at + needle.length;
+  }
+  if (from < text.length) out.push(text.slice(from));
+  return out;
+}
+
 export class HistoryView {
   constructor(tray) {
     this.tray = tray;
@@ -189,6 +205,8 @@ export class HistoryView {
       "button",
       { type: "button", class: "chat-conversation", dataset: { conversationId: String(conv.id) }, onclick: () => tray.loadConversation(conv.id) },
       h("span", { class: "chat-conversation__title" }, title),
+      // a search's match in the conversation's messages, what was searched for marked
+      conv.snippet ? h("span", { class: "chat-conversation__snippet" }, ...marked(String(conv.snippet), this.query)) : null,
       meta ? h("span", { class: "chat-conversation__meta" }, meta) : null,
     );
     if (conv.id === tray.conversationId) open.setAttribute("aria-current", "true");
