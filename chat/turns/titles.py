@@ -37,10 +37,12 @@ def title_initial(message: str) -> str:
     return first[:77] + "…" if len(first) > 80 else first
 
 
-def title_from_content(question: str, answer: str = "") -> str:
+def title_from_content(question: str, answer: str = "", *, language: str | None = None) -> str:
     """A short title from the topic words of the question; a question of common words only ("What can you do
-    here?", "hello") is its own title; only a question without words (files alone) takes the answer's first line."""
-    if topic := _topic_words(question):
+    here?", "hello"), or one in a language other than English (`language`, the user's, whose common words this
+    list does not know), is its own title; only a question without words (files alone) takes the answer's first line."""
+    english = not language or language.lower().startswith("en")
+    if english and (topic := _topic_words(question)):
         return topic
     if said := " ".join(question.split()):
         return _clip(said[0].upper() + said[1:])

@@ -445,7 +445,7 @@ class Turn:
             if self.provider.generates_titles:
                 title = await titles.title_from_model(self.provider, model=chat_settings.CHAT_MODEL, question=self.frame.message,
                                                       answer=answer)
-            title = title or titles.title_from_content(self.frame.message, answer)
+            title = title or titles.title_from_content(self.frame.message, answer, language=self.frame.language)
             await RUNS.run(titles.conversation_title_set)(
                 conversation_id=self.record.conversation_id, provisional=titles.title_initial(self.frame.message), title=title)
         except Exception:  # a title is a nicety: it never fails a turn

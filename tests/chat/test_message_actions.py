@@ -230,6 +230,10 @@ def test_title_from_content_skips_filler_words() -> None:
     # files alone: the answer's first line, its topic words (contractions are common words too)
     assert title_from_content("", "## I\u2019m reading the attached report\nmore") == "Reading attached report"
     assert title_from_content("", "") == "New conversation"
+    # another language's common words are not known here: the question is its own title (clipped), not "Kannst du hier"
+    assert title_from_content("Was kannst du hier?", "", language="de") == "Was kannst du hier?"
+    assert title_from_content("Tell me about CRISPR gene editing", "", language="en-GB") == "CRISPR gene editing"
+    assert len(title_from_content("Erzähl mir " + "sehr " * 40 + "viel", "", language="de")) <= 60
     assert len(title_from_content("word " * 100)) <= 60
 
 
