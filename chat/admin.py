@@ -12,12 +12,14 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join, linebreaks
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext, gettext_lazy as _, ngettext
 
 from chat.attachments import attachment_summary
 from chat.display import pretty
 from chat.models import ActionStat, Conversation, Message, PendingApproval, Run, ToolCall
+from chat.rendering import render_markdown
 from chat.retention import conversation_export, user_conversations_remove
 
 _MESSAGE_INLINE_FIELDS: tuple[str, ...] = (
@@ -95,11 +97,39 @@ def usage_by_user_and_day(runs: QuerySet[Run], *, order: str = "-day") -> list[d
     return [dict(row) for row in rows]
 
 
+TRANSCRIPT_MESSAGES = 200  # a conversation's transcript on its admin page shows its latest messages, at most this many
+
+
+def _role_label(message: Message) -> str:
+    return str(gettext("Question") if message.role == Message.Role.USER else gettext("Answer"))
+
+
+def _transcript_flags(message: Message) -> str:
+    """What a staff reader should know beside the time: replaced, unfinished, feedback, tools used."""
+    flags = []
+    if message.replaced:
+        flags.append(gettext("replaced by a regenerate"))
+    if message.status != Message.Status.COMPLETE:
+        flags.append(message.get_status_display())
+    if message.stop_reason:
+        flags.append(gettext("stopped at a limit: %(reason)s") % {"reason": message.stop_reason})
+    if message.feedback:
+        flags.append(gettext("feedback: %(verdict)s") % {"verdict": message.feedback})
+    tools = [str(t.get("tool_name") or t.get("name") or "") for t in (message.tool_history or []) if isinstance(t, dict)]
+    if any(tools):
+        flags.append(gettext("tools: %(names)s") % {"names": ", ".join(t for t in tools if t)})
+    return "".join(f" · {flag}" for flag in flags)
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["id", "title", "owner", "page", "tokens", "cost", "updated_at"]
     search_fields = ["title", "owner__username", "messages__content"]
-    readonly_fields = ["owner", "created_at", "updated_at", "pinned_at"]  # a pin is its owner's own arrangement
+    readonly_fields = ["owner", "created_at", "updated_at", "pinned_at", "transcript"]  # a pin is its owner's own arrangement
+    fieldsets = [
+        (None, {"fields": ["title", "page", "thread_id", "owner", "created_at", "updated_at", "pinned_at"]}),
+        (_("Transcript"), {"fields": ["transcript"]}),
+    ]
     inlines = [MessageInline, RunInline]
     list_select_related = ["owner"]
     list_filter = ["page", "updated_at", ("owner", admin.RelatedOnlyFieldListFilter)]
@@ -107,6 +137,23 @@ class ConversationAdmin(admin.ModelAdmin):
 
     # A data-access or erasure request names a person: these actions take every conversation of the owners of the
     # selected ones (filter by owner, select one, run the action), not only the selected rows.
+
+    @admin.display(description=_("Transcript"))
+    def transcript(self, obj: Conversation) -> str:
+        """The conversation as its owner read it, its latest TRANSCRIPT_MESSAGES messages: questions as text, answers
+        as the tray renders them (the same sanitised HTML), replaced answers and feedback marked."""
+        if obj.pk is None:
+            return "—"
+        latest = list(obj.messages.order_by("-id")[:TRANSCRIPT_MESSAGES])[::-1]
+        rows = format_html_join("", "<div class=\"pagechat-transcript__message\"><h4>{} <small>{}{}</small></h4>{}</div>", (
+            (_role_label(m), timezone.localtime(m.created_at).strftime("%Y-%m-%d %H:%M"), _transcript_flags(m),
+             # answers: render_markdown's sanitised HTML; questions: escaped, in paragraphs
+             mark_safe(render_markdown(m.content) if m.role == Message.Role.ASSISTANT else linebreaks(m.content, autoescape=True)))
+            for m in latest))
+        earlier = obj.messages.count() - len(latest)
+        note = format_html("<p>{}</p>", ngettext("%(n)s earlier message: see the messages below or the export.",
+                                                  "%(n)s earlier messages: see the messages below or the export.", earlier) % {"n": earlier})
+        return format_html("<div class=\"pagechat-transcript\">{}{}</div>", note if earlier else "", rows)
 
     @admin.action(description=_("Export all conversations of the selected conversations' users (JSON)"), permissions=["view"])
     def export_owners_conversations(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> HttpResponse:
