@@ -7,14 +7,15 @@ FileField's file is deleted from its storage after the transaction commits.
 """
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from django.db import DEFAULT_DB_ALIAS, models, transaction
 from django.db.models.deletion import Collector
 from django.utils import timezone
@@ -87,6 +88,25 @@ def conversation_export(*, conversation: Conversation) -> dict[str, Any]:
             for m in messages
         ],
     }
+
+
+async def user_conversations_export(*, user: Any) -> AsyncIterator[str]:
+    """Every conversation of `user` as one JSON document, `{exported_at, username, conversations: [...]}` (each as
+    conversation_export gives it, oldest first), written a conversation at a time: memory holds one, never all."""
+    ids = await sync_to_async(lambda: list(Conversation.objects.filter(owner=user).order_by("pk").values_list("pk", flat=True)))()
+    head = {"exported_at": timezone.now().isoformat(), "username": user.get_username()}
+    yield json.dumps(head, ensure_ascii=False)[:-1] + ', "conversations": ['
+    written = 0
+    for pk in ids:
+        if (text := await sync_to_async(_exported)(pk, user)) is not None:  # None: deleted meanwhile
+            yield ("," if written else "") + "\n" + text
+            written += 1
+    yield "\n]}\n"
+
+
+def _exported(pk: int, user: Any) -> str | None:
+    conversation = Conversation.objects.filter(pk=pk, owner=user).first()
+    return None if conversation is None else json.dumps(conversation_export(conversation=conversation), ensure_ascii=False, default=str)
 
 
 def _when(value: str | None) -> str:

@@ -371,7 +371,8 @@ class ConversationListQuery(serializers.Serializer):
     q = serializers.CharField(required=False, allow_blank=True, max_length=200,
                               help_text="only conversations whose title or any message contains this text (case-insensitive)")
     limit = serializers.IntegerField(required=False, min_value=1, max_value=200, help_text="at most this many conversations")
-    offset = serializers.IntegerField(required=False, min_value=0, default=0, help_text="skip this many first")
+    # bounded: a database's OFFSET is a 64-bit integer (a larger one was a server error)
+    offset = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000_000, default=0, help_text="skip this many first")
 
 
 class ConversationDetailSerializer(ConversationSerializer):
@@ -428,6 +429,10 @@ EXPORT_JSON_SCHEMA: dict[str, Any] = {
                            "tool_history": {"type": "array"}, "payload": {}, "feedback": {}, "attachments": {"type": "array"}},
         }},
     },
+}
+EXPORT_ALL_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["exported_at", "username", "conversations"],
+    "properties": {"exported_at": {"type": "string"}, "username": {"type": "string"}, "conversations": {"type": "array", "items": EXPORT_JSON_SCHEMA}},
 }
 EXPORT_FORMATS = {"json": ("application/json", "json"), "markdown": ("text/markdown; charset=utf-8", "md")}
 
@@ -501,6 +506,19 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
         body = json.dumps(data, ensure_ascii=False, indent=2, default=str) if fmt == "json" else retention.conversation_markdown(data)
         response = HttpResponse(body, content_type=content_type)
         response["Content-Disposition"] = f'attachment; filename="conversation-{conversation.pk}.{extension}"'
+        return response
+
+    @operation(
+        operation_id="conversations_export_all",
+        summary="Export every conversation of the user as one JSON download",
+        responses={(200, "application/json"): OpenApiResponse(EXPORT_ALL_JSON_SCHEMA, description="All the user's conversations, as a download"),
+                   **drf_error_responses()},
+    )
+    @action(detail=False, methods=["get"], url_path="export")
+    def export_all(self, request: Request) -> StreamingHttpResponse:
+        """GET <api>conversations/export/: every conversation of the user, oldest first, streamed a conversation at a time."""
+        response = StreamingHttpResponse(retention.user_conversations_export(user=request.user), content_type="application/json")
+        response["Content-Disposition"] = 'attachment; filename="conversations.json"'
         return response
 
     @operation(summary="Delete every conversation of the user", request=None,

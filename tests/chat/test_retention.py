@@ -114,3 +114,23 @@ def test_chat_purge_days_zero_and_the_setting(user: Any, settings: Any) -> None:
     assert "Removed 0 conversation(s)" in purge()
     assert "Removed 1 conversation(s)" in purge("--days", "0")
     assert Conversation.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_export_all_streams_every_conversation_of_the_user_and_no_one_elses(user: Any, other_user: Any) -> None:
+    from asgiref.sync import sync_to_async
+    from django.test import AsyncClient
+
+    mine = [await sync_to_async(make_conversation)(user) for _ in range(2)]
+    theirs = await sync_to_async(make_conversation)(other_user)
+    token = await sync_to_async(token_for)(user)
+    response = await AsyncClient().get("/api/conversations/export/", headers={"Authorization": f"Token {token}"})
+    assert response.status_code == 200 and response["Content-Type"] == "application/json" and response.streaming
+    assert response["Content-Disposition"] == 'attachment; filename="conversations.json"'
+    chunks = [c async for c in response.streaming_content]
+    assert len(chunks) == 2 + len(mine)  # written a conversation at a time
+    data = json.loads(b"".join(c if isinstance(c, bytes) else c.encode() for c in chunks))
+    assert set(data) == {"exported_at", "username", "conversations"} and data["username"] == user.get_username()
+    assert [c["id"] for c in data["conversations"]] == [c.pk for c in mine] and theirs.pk not in [c["id"] for c in data["conversations"]]
+    assert [m["role"] for m in data["conversations"][0]["messages"]] == ["user", "assistant"]  # each as the one-conversation export
+    assert (await AsyncClient().get("/api/conversations/export/")).status_code in (401, 403)

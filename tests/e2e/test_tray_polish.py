@@ -4,6 +4,7 @@ edit, feedback), streaming markdown, scrolling, honest states, focus, the phone 
 Screenshots of the main states: artifacts/screenshots/polish_*.png."""
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -61,11 +62,12 @@ def chromium() -> Iterator[Any]:
 
 @pytest.fixture
 def open_page(chromium: Browser) -> Iterator[Callable[..., Page]]:
-    """open_page(server, path, viewport, dark, bypass_csp) -> a logged-in page with the clipboard allowed."""
+    """open_page(server, path, viewport, dark, bypass_csp, user) -> a logged-in page with the clipboard allowed."""
     contexts = []
 
-    def make(server: LiveServer, path: str = "/", viewport: dict[str, int] = WIDE, dark: bool = False, bypass_csp: bool = False) -> Page:
-        context = chromium.new_context(viewport=viewport, storage_state=login(chromium, server), bypass_csp=bypass_csp,
+    def make(server: LiveServer, path: str = "/", viewport: dict[str, int] = WIDE, dark: bool = False, bypass_csp: bool = False,
+             user: str = "demo") -> Page:
+        context = chromium.new_context(viewport=viewport, storage_state=login(chromium, server, user), bypass_csp=bypass_csp,
                                        color_scheme="dark" if dark else "light")
         context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
         contexts.append(context)
@@ -318,6 +320,26 @@ def test_a_search_shows_where_the_words_were_said_marked_and_as_text(open_page: 
     expect(snippet.locator("img")).to_have_count(0)
     assert page.evaluate("window.__pwned") is None
     shot(page, "16_search_snippet")
+    assert_clean(page)
+
+
+def test_download_all_conversations_gives_the_users_own_conversations(open_page: Callable[..., Page], site_server: LiveServer,
+                                                                      tmp_path: Any) -> None:
+    page = open_page(site_server, "/reports/", user="alice")
+    open_tray(page)
+    ask(page, "what can you do")
+    cid = conversation_id(page)
+    page.get_by_role("button", name="History").click()
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download all conversations").click()
+    assert download.value.suggested_filename == "conversations.json"
+    path = tmp_path / "all.json"
+    download.value.save_as(path)
+    data = json.loads(path.read_text())
+    assert data["username"] == "alice" and cid in [c["id"] for c in data["conversations"]]
+    ids = [c["id"] for c in data["conversations"]]
+    owners = {site_server.query("SELECT owner_id FROM pagechat_conversation WHERE id = ?", i)[0][0] for i in ids}
+    assert len(owners) == 1  # alice's only, though the demo user chats on the same server
     assert_clean(page)
 
 

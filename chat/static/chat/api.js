@@ -95,6 +95,11 @@ export class ChatApi {
     return this.request("DELETE", `attachments/${encodeURIComponent(id)}/`);
   }
 
+  /** The address of the download of all the user's conversations (one JSON file); the session cookie authenticates it. */
+  exportAllUrl() {
+    return `${this.base}conversations/export/`;
+  }
+
   /** The address of a conversation's download (`markdown` or `json`); the session cookie authenticates it. */
   exportUrl(id, format = "markdown") {
     return `${this.base}conversations/${encodeURIComponent(id)}/export/?format=${encodeURIComponent(format)}`;

@@ -191,7 +191,9 @@ export class HistoryView {
       tray.reset();
       this.show();
     }, { cls: "chat-link-btn chat-conversations__delete-all" });
-    return h("p", { class: "chat-conversations__footer" }, del);
+    const download = h("a", { class: "chat-link-btn chat-conversations__download-all", href: tray.api.exportAllUrl(), download: "" },
+      gettext("Download all conversations"));
+    return h("p", { class: "chat-conversations__footer" }, download, del);
   }
 
   item(conv) {
