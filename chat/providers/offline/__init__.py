@@ -44,10 +44,11 @@ class OfflineProvider(Provider):
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         reply = decide(request)
         out_tokens = 0
-        for chunk in _chunks(reply.text):
+        chunks = _chunks(reply.text)
+        for chunk in chunks:
             if request.max_tokens and out_tokens >= request.max_tokens:  # a word is a token here
                 # stopped at the limit as a hosted model stops: mid-answer, before any tool call ("Continue" goes on)
-                said = "".join(_chunks(reply.text)[:out_tokens])
+                said = "".join(chunks[:out_tokens])
                 usage = Usage(input_tokens=_estimate(request), output_tokens=out_tokens)
                 yield MessageEnd("max_tokens", usage, raw={"role": "assistant", "content": [{"type": "text", "text": said}], "intent": reply.intent})
                 return
