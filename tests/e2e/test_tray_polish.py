@@ -530,7 +530,11 @@ def test_axe_no_serious_violations_on_every_demo_page(open_page: Callable[..., P
         found[f"{path} (open)"] = _axe_serious(page)
         ask(page, "what is on this page?")
         found[f"{path} (after a turn)"] = _axe_serious(page)
-        if path == "/":  # the conversation list, its headings and its buttons, once, wide
+        if path == "/":  # a tool card, opened; then the conversation list, its headings and its buttons, once, wide
+            ask(page, "What is 17*23+4?")
+            page.locator(".chat-tool-card__header").last.click()
+            expect(page.locator(".chat-tool-card__body").last).to_be_visible()
+            found[f"{path} (a tool card, open)"] = _axe_serious(page)
             page.get_by_role("button", name="Wide view").click()
             page.get_by_role("button", name="History").click()
             expect(page.locator(".chat-conversation-group__title").first).to_be_visible()
