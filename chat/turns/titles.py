@@ -27,8 +27,10 @@ what which who whom whose when where why how can could would should will shall m
 let lets let's help hi hello hey thanks thank just also any some there here not no yes all me? up out get got make
 i'm i've i'll i'd you're you've we're it's that's there's here's what's don't can't won't
 """.split())
-_WORD = re.compile(r"[\w][\w'\u2019-]*", re.UNICODE)
-_MARKUP = re.compile(r"\[\[[^\]]*\]\]|[`*_#>|]")
+# an arithmetic expression stays one word ("17*23+4", not "17 23 4"); else a word with its apostrophes and hyphens
+_WORD = re.compile(r"\d+(?:[.,]\d+)*(?:[-+*/^%\u00d7\u00f7]\d+(?:[.,]\d+)*)+|[\w][\w'\u2019-]*", re.UNICODE)
+# link markers, code and heading marks, and emphasis: a `*` between two digits is a product, kept
+_MARKUP = re.compile(r"\[\[[^\]]*\]\]|[`_#>|]|(?<!\d)\*+|\*+(?!\d)")
 
 
 def title_initial(message: str) -> str:

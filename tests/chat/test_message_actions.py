@@ -224,6 +224,9 @@ async def test_title_is_generated_after_the_first_turn(user: Any, scripted: Any)
 def test_title_from_content_skips_filler_words() -> None:
     assert title_from_content("What is this stream about?", "") == "Stream"
     assert title_from_content("tab am AND clinical trial", "") == "Tab clinical trial"
+    # an expression stays whole; emphasis marks go
+    assert title_from_content("What is 17*23+4? and what time is it", "") == "17*23+4 time"
+    assert title_from_content("**Compare** 3.5/7 with *10-2*", "") == "Compare 3.5/7 10-2"
     # a question of common words only is its own title, not words picked out of the answer's greeting
     assert title_from_content("What can you do here?", "Hello! I'm the offline model on the **home** page") == "What can you do here?"
     assert title_from_content("hi", "## Welcome to pagechat\nmore") == "Hi"
