@@ -285,6 +285,31 @@ def test_streams_list_suggestions_and_insights(open_page: Callable[..., Page], s
     assert_clean(page)
 
 
+def test_a_tool_that_changes_data_runs_only_after_approve(open_page: Callable[..., Page], site_server: LiveServer) -> None:
+    """The offline model calls the approval-gated `rename_stream`: Deny changes nothing, Approve renames (the demo's
+    real tool, the real server, the stream's row read back)."""
+    sid = stream_id(site_server, "CRISPR Therapeutics Watch")
+
+    def name() -> str:
+        return site_server.query("SELECT name FROM pagechat_demo_researchstream WHERE id = ?", sid)[0][0]
+
+    page = open_page(site_server, "/research-streams/")
+    open_tray(page)
+    for approve, new_name in ((False, "Gene Editing Denied"), (True, "Gene Editing Watch"), (True, "CRISPR Therapeutics Watch")):
+        before = final_messages(page).count()
+        send(page, f"Rename stream {sid} to {new_name}")
+        card = page.get_by_role("group", name="Approval needed: rename_stream")
+        expect(card).to_contain_text(f'"new_name": "{new_name}"')
+        assert name() != new_name  # nothing ran before the click
+        card.get_by_role("button", name="Approve" if approve else "Deny").click()
+        expect(final_messages(page)).to_have_count(before + 1)
+        wait_idle(page)
+        said = "did not approve `rename_stream`" if not approve else f"Renamed the stream to '{new_name}'."
+        expect(final_messages(page).last).to_contain_text(said.replace("`", ""))
+        assert name() == (new_name if approve else "CRISPR Therapeutics Watch")
+    assert_clean(page)
+
+
 # ---- 3: new stream -> template Accept fills the form, topic suggestions Accept adds topics ---------------
 
 

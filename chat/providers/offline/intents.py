@@ -203,6 +203,10 @@ def best_offer(reading: Reading) -> tuple[PayloadOffer | None, int, bool]:
 # ---- intents, highest priority first ---------------------------------------------------------------------------
 
 
+# how the agent loop tells a model that the user denied a tool call (agent.loop), read as a model would read it
+DECLINED = re.compile(r"\bdid not approve\b", re.I)
+
+
 @intent("tool_results", lambda r: 100 if r.tool_results else 0)
 def after_tools(r: Reading) -> Reply:
     """Sum up the tool results the model just received."""
@@ -212,11 +216,14 @@ def after_tools(r: Reading) -> Reply:
         content = res.get("content")
         text = data_body(content) if isinstance(content, str) else json.dumps(content)
         first = text.strip().splitlines()[0] if text.strip() else _("(no output)")
-        if res.get("is_error"):
+        if res.get("is_error") and DECLINED.search(first):  # the user's Deny is their choice, not a failure
+            parts.append(_("You did not approve `%(tool)s`, so it did not run and nothing changed.") % {"tool": name})
+        elif res.get("is_error"):
             parts.append(_("The `%(tool)s` tool failed: %(error)s") % {"tool": name, "error": first[:300]})
         else:
             more = " " + _("The card above has the details.") if len(text.strip().splitlines()) > 1 else ""
-            parts.append(f"{first[:300].rstrip(':')}.{more}")
+            said = first[:300].rstrip(":")
+            parts.append(f"{said}{'' if said.endswith(('.', '!', '?')) else '.'}{more}")
     return Reply(" ".join(parts))
 
 
@@ -518,7 +525,10 @@ def _best_tool(r: Reading) -> tuple[dict[str, Any] | None, int]:
     for tool in r.tools:
         if tool["name"] == "get_payload" and not re.search(r"\b[0-9a-f]{8}\b", r.user_text):
             continue
-        name_hits = len(said & words(tool["name"]))
+        own = words(tool["name"])
+        name_hits = len(said & own)
+        if len(own) > 1 and own <= said:  # every word of a name of several ("rename the stream"): that tool is meant
+            name_hits += 4
         desc_hits = len(said & words(tool.get("description", "").split(".")[0]))
         if tool["name"] == "calculate" and re.search(r"\d\s*[-+*/%^]\s*\d", r.user_text):
             name_hits += 2

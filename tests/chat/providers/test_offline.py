@@ -195,6 +195,31 @@ def test_an_identifier_field_takes_the_number_the_user_wrote() -> None:
     assert reply.tool == ("order_status", {"order_number": "1042"})
 
 
+def test_a_request_naming_every_word_of_a_tool_calls_it_rather_than_proposing() -> None:
+    """On the streams list (which offers stream suggestions), "rename stream 1 to ..." is the approval-gated tool."""
+    rename = {"name": "rename_stream", "description": "Rename one of the user's research streams (the user approves it first).",
+              "input_schema": {"type": "object", "properties": {"stream_id": {"type": "integer"}, "new_name": {"type": "string"}},
+                               "required": ["stream_id", "new_name"]}}
+    sys = system("streams_list", {}, "The user is on the research streams list. Their streams:\n\nStream: Oncology (id 1)")
+    reply, _ = ask(sys, "Rename stream 1 to Oncology Watch", tools=[rename])
+    assert reply.tool == ("rename_stream", {"stream_id": 1, "new_name": "Oncology Watch"})
+    # the user's Deny, as the agent loop reports it: said as their choice, not as a failure
+    use = {"type": "tool_use", "id": "toolu_1", "name": "rename_stream", "input": {"stream_id": 1, "new_name": "Oncology Watch"}}
+    denied = {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True, "content": "Error: the user did not approve this tool call."}
+    reply = decide(ProviderRequest(system=sys, tools=[rename], model="m", max_tokens=100, messages=[
+        {"role": "user", "content": "Rename stream 1 to Oncology Watch"}, {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [denied]}]))
+    assert reply.text == "You did not approve `rename_stream`, so it did not run and nothing changed."
+    done = {**denied, "is_error": False, "content": "Renamed the stream to 'Oncology Watch'."}
+    reply = decide(ProviderRequest(system=sys, tools=[rename], model="m", max_tokens=100, messages=[
+        {"role": "user", "content": "Rename stream 1 to Oncology Watch"}, {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [done]}]))
+    assert reply.text == "Renamed the stream to 'Oncology Watch'."  # one full stop, not two
+    # one word of the name is not enough: "suggest a stream" still proposes
+    reply, _ = ask(sys, "Suggest a new stream about oncology", tools=[rename])
+    assert reply.tool is None and block(reply, "STREAM_SUGGESTIONS:") is not None
+
+
 async def _stream(request: ProviderRequest) -> tuple[str, str]:
     """The text the offline model streams for `request` and why it stopped."""
     from chat.providers.base import MessageEnd, TextDelta
