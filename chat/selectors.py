@@ -75,11 +75,24 @@ def conversation_get(*, user: User, conversation_id: int) -> Conversation | None
     return Conversation.objects.filter(pk=conversation_id, owner=user).first()
 
 
-def conversation_messages(*, conversation: Conversation, with_runs: bool = False) -> list[Message]:
-    """The conversation's messages in order with their attachments (replaced ones left out); `with_runs` also reads
+def conversation_messages(*, conversation: Conversation, with_runs: bool = False, limit: int | None = None,
+                          before: int | None = None) -> tuple[list[Message], bool]:
+    """The conversation's messages in order with their attachments (replaced ones left out), and whether older ones
+    exist: all of them, or the latest `limit` (older than message `before` when given); `with_runs` also reads
     each answer's run (its diagnostics) in the same query. Each answer's `earlier_versions` holds the answers a
     regenerate replaced before it (oldest first): the replaced answers after the same question that say something."""
     messages = conversation.messages.order_by("id").prefetch_related("attachments")
+    if before is not None:
+        messages = messages.filter(id__lt=before)
+    has_earlier = False
+    if limit is not None:
+        # the window's bounds from the shown messages' ids (a bounded read); the replaced ones between the message
+        # before the window and its first are read with it: they are versions of messages in the window
+        ids = list(messages.filter(replaced=False).order_by("-id").values_list("id", flat=True)[:limit + 1])
+        if not ids:
+            return [], False
+        has_earlier = len(ids) > limit
+        messages = messages.filter(id__gt=ids[limit] if has_earlier else 0, id__lte=ids[0])
     shown: list[Message] = []
     replaced: list[Message] = []  # replaced answers since the last message shown
     for msg in messages.select_related("run") if with_runs else messages:
@@ -92,7 +105,7 @@ def conversation_messages(*, conversation: Conversation, with_runs: bool = False
         msg.earlier_versions = replaced if msg.role == Message.Role.ASSISTANT else []  # type: ignore[attr-defined]
         replaced = []
         shown.append(msg)
-    return shown
+    return shown, has_earlier
 
 
 def history_window(*, conversation_id: int, limit: int, upto_id: int | None = None) -> tuple[list[StoredMessage], list[dict[str, Any]]]:

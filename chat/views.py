@@ -375,17 +375,40 @@ class ConversationListQuery(serializers.Serializer):
     offset = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000_000, default=0, help_text="skip this many first")
 
 
+class ConversationDetailQuery(serializers.Serializer):
+    """Which of the conversation's messages: all of them by default, or the latest part (a long conversation is read
+    a page at a time)."""
+
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=500, help_text="only the latest this many messages")
+    before = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1,
+                                      help_text="only messages older than the message with this id (the first one of the part already read)")
+
+
 class ConversationDetailSerializer(ConversationSerializer):
     messages = serializers.SerializerMethodField()
+    has_earlier = serializers.SerializerMethodField(help_text=(
+        "older messages than those returned exist (with `limit`): ask again with `before` set to the first one's id"))
 
     class Meta(ConversationSerializer.Meta):
-        fields = [*ConversationSerializer.Meta.fields, "messages"]
+        fields = [*ConversationSerializer.Meta.fields, "messages", "has_earlier"]
+
+    def _window(self, obj: Conversation) -> tuple[list[Message], bool]:
+        """The messages asked for (the view's validated `window` parameters), read once for both fields."""
+        if "_read" not in self.context:
+            self.context["_read"] = selectors.conversation_messages(
+                conversation=obj, with_runs=self._staff(), **self.context.get("window", {}))
+        read: tuple[list[Message], bool] = self.context["_read"]
+        return read
+
+    def _staff(self) -> bool:
+        request = self.context.get("request")
+        return bool(request is not None and getattr(request.user, "is_staff", False))
 
     def get_messages(self, obj: Conversation) -> list[dict[str, Any]]:
-        request = self.context.get("request")
-        staff = bool(request is not None and getattr(request.user, "is_staff", False))
-        messages = selectors.conversation_messages(conversation=obj, with_runs=staff)
-        return MessageSerializer(messages, many=True, context={"staff": staff}).data
+        return MessageSerializer(self._window(obj)[0], many=True, context={"staff": self._staff()}).data
+
+    def get_has_earlier(self, obj: Conversation) -> bool:
+        return self._window(obj)[1]
 
 
 def _rest_exception(view: APIView, exc: Exception) -> HttpResponse:
@@ -441,7 +464,8 @@ EXPORT_FORMATS = {"json": ("application/json", "json"), "markdown": ("text/markd
     list={"summary": "The user's conversations, the pinned ones first, then the most recently updated first", "parameters": [ConversationListQuery],
           "responses": {200: ConversationListItemSerializer(many=True), **drf_error_responses(400)}},
     create={"summary": "Create a conversation", "responses": {201: ConversationSerializer, **drf_error_responses(400)}},
-    retrieve={"summary": "A conversation with its messages", "responses": {200: ConversationDetailSerializer, **drf_error_responses(404)}},
+    retrieve={"summary": "A conversation with its messages (all, or the latest part: `limit`, `before`)", "parameters": [ConversationDetailQuery],
+              "responses": {200: ConversationDetailSerializer, **drf_error_responses(400, 404)}},
     update={"summary": "Rename, pin or unpin a conversation", "responses": {200: ConversationSerializer, **drf_error_responses(400, 404)}},
     partial_update={"summary": "Rename, pin or unpin a conversation", "responses": {200: ConversationSerializer, **drf_error_responses(400, 404)}},
     destroy={"summary": "Delete a conversation and its runs", "responses": {204: None, **drf_error_responses(404)}},
@@ -461,6 +485,13 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
 
     def get_queryset(self) -> Any:
         return selectors.conversation_list(user=self.request.user)
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        conversation = self.get_object()
+        params = ConversationDetailQuery(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        context = {**self.get_serializer_context(), "window": dict(params.validated_data)}
+        return Response(ConversationDetailSerializer(conversation, context=context).data)
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         params = ConversationListQuery(data=request.query_params)

@@ -214,6 +214,42 @@ def test_rest_conversations_are_found_by_title_or_message_and_listed_a_part_at_a
         assert response.status_code == 400 and set(response.json()) <= {"limit", "offset", "q"}, (bad, response.content)
 
 
+def test_rest_conversation_is_read_a_part_at_a_time_with_its_versions(user: Any, other_user: Any) -> None:
+    """`limit` reads the latest messages, `before` the ones older than a message; `has_earlier` says whether more
+    exist; an answer's earlier versions come with it even when its question is in the part before."""
+    conv = Conversation.objects.create(owner=user, title="long")
+    shown: list[int] = []
+    for i in range(5):
+        shown.append(Message.objects.create(conversation=conv, role="user", content=f"q{i}").pk)
+        if i == 3:  # a regenerated answer: the replaced one lies between the question and the answer shown
+            Message.objects.create(conversation=conv, role="assistant", content="a3 first", replaced=True, status="complete")
+        shown.append(Message.objects.create(conversation=conv, role="assistant", content=f"a{i}", status="complete").pk)
+    client = Client(headers={"Authorization": f"Token {token_for(user)}"})
+
+    def read(query: str = "") -> dict[str, Any]:
+        response = client.get(f"/api/conversations/{conv.pk}/?{query}")
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    whole = read()
+    assert [m["id"] for m in whole["messages"]] == shown and whole["has_earlier"] is False
+    latest = read("limit=3")  # a3 (with its earlier version; its question q3 is older), q4, a4
+    assert [m["id"] for m in latest["messages"]] == shown[-3:] and latest["has_earlier"] is True
+    assert [v["content"] for v in latest["messages"][0]["earlier_versions"]] == ["a3 first"]
+    older = read(f"limit=3&before={shown[-3]}")
+    assert [m["id"] for m in older["messages"]] == shown[-6:-3] and older["has_earlier"] is True
+    oldest = read(f"limit=3&before={shown[-6]}")
+    assert [m["id"] for m in oldest["messages"]] == shown[1:4] and oldest["has_earlier"] is True
+    assert read(f"limit=500&before={shown[1]}") == {**whole, "messages": whole["messages"][:1], "has_earlier": False}
+    assert read(f"before={shown[1]}")["messages"] == whole["messages"][:1]
+    assert read(f"limit=10&before={shown[0]}")["messages"] == [] and read("limit=500") == whole
+    for bad in ("limit=0", "limit=501", "limit=x", "before=0", "before=x", "before=" + "9" * 39):
+        response = client.get(f"/api/conversations/{conv.pk}/?{bad}")
+        assert response.status_code == 400 and set(response.json()) <= {"limit", "before"}, (bad, response.content)
+    other = Client(headers={"Authorization": f"Token {token_for(other_user)}"})
+    assert other.get(f"/api/conversations/{conv.pk}/?limit=3").status_code == 404
+
+
 def test_rest_conversation_search_says_where_a_message_matched(user: Any) -> None:
     conv = Conversation.objects.create(owner=user, title="Reagents")
     Message.objects.create(conversation=conv, role="user", content="Which supplier?")

@@ -216,6 +216,7 @@ class FakeProtocolServer:
         self.by_client_id: dict[str, FakeRun] = {}
         self.conversations: dict[int, dict[str, Any]] = {}
         self.list_queries: list[dict[str, str]] = []  # the query of each conversation list asked for
+        self.detail_queries: list[dict[str, str]] = []  # the query of each conversation read
         self.resume_overlap = 0  # replay this many already-seen events again (duplicates test)
         self.resync_on_resume = False
         self.drop_next_send = False  # close the socket on the next chat.send without starting a run
@@ -540,7 +541,14 @@ def _make_http_handler(server: FakeProtocolServer) -> type[BaseHTTPRequestHandle
                     self._json(404, {"detail": "Not found."})
                 else:
                     messages = [{k: v for k, v in m.items() if not k.startswith("_")} for m in conv["messages"]]
-                    self._json(200, {"id": conv["id"], "title": conv["title"], "messages": messages})
+                    query = {k: v[-1] for k, v in parse_qs(url.query).items()}  # the real API's limit and before
+                    server.detail_queries.append(query)
+                    if "before" in query:
+                        messages = [m for m in messages if m["id"] < int(query["before"])]
+                    earlier = "limit" in query and len(messages) > int(query["limit"])
+                    if "limit" in query:
+                        messages = messages[-int(query["limit"]):]
+                    self._json(200, {"id": conv["id"], "title": conv["title"], "messages": messages, "has_earlier": earlier})
             elif path == "/favicon.ico":
                 self._send(404, b"", "text/plain")
             else:

@@ -685,7 +685,7 @@ def test_resync_reloads_conversation_over_rest(page: Page, server: FakeProtocolS
     expect(final_messages(page).locator("em")).to_have_text("rest of it")
     expect(page.locator(".chat-bubble--user")).to_have_text("resync me")
     cid = next(iter(server.conversations))
-    assert any(r["path"] == f"/api/conversations/{cid}/" for r in server.http_requests)
+    assert any(r["path"] == f"/api/conversations/{cid}/?limit=50" for r in server.http_requests)
     expect(page.get_by_role("button", name="Send")).to_be_visible()
     assert_clean(page)
 
@@ -1022,6 +1022,48 @@ def test_conversation_list_load_new_and_delete(page: Page, server: FakeProtocolS
     assert older not in server.conversations
     (req,) = [r for r in server.http_requests if r["method"] == "DELETE"]
     assert req["headers"].get("X-CSRFToken") == "test-csrf-token"
+    assert_clean(page)
+
+
+def test_a_long_conversation_opens_at_its_latest_messages_and_reads_back_on_request(page: Page, server: FakeProtocolServer) -> None:
+    """A conversation of 120 messages opens with its latest 50; "Show earlier messages" puts the 50 before them above,
+    where the reader was stays in view, and the last part leaves no button; the latest answer keeps its actions."""
+    said: list[dict[str, Any]] = []
+    for i in range(60):
+        said += [{"role": "user", "content": f"question {i}"},
+                 {"role": "assistant", "content": f"answer {i}", "message_html": f"<p>answer {i}</p>"}]
+    server.add_conversation("Long chat", said)
+    open_tray(page, server)
+    page.get_by_role("button", name="History").click()
+    page.locator(".chat-conversation").first.click()
+    bubbles = page.locator(".chat-bubble--user")
+    expect(final_messages(page).last).to_have_text("answer 59")
+    expect(bubbles).to_have_count(25)
+    expect(bubbles.first).to_have_text("question 35")
+    assert server.detail_queries[-1] == {"limit": "50"}
+    earlier = page.get_by_role("button", name="Show earlier messages")
+    expect(earlier).to_be_visible()
+    shot(page, "long_conversation_latest")
+
+    log = page.get_by_role("log", name="Conversation")
+    earlier.click()
+    expect(bubbles).to_have_count(50)
+    expect(bubbles.first).to_have_text("question 10")
+    first_id = server.conversations[max(server.conversations)]["messages"][70]["id"]  # "question 35"
+    assert server.detail_queries[-1] == {"limit": "50", "before": str(first_id)}
+    # the reader's place is kept: the message that was at the top is still in view, not pushed down out of it
+    top = page.locator(".chat-bubble--user", has_text="question 35")
+    expect(top).to_be_in_viewport()
+    earlier.click()
+    expect(bubbles).to_have_count(60)
+    expect(bubbles.first).to_have_text("question 0")
+    expect(earlier).to_be_hidden()
+    expect(log).to_be_focused()  # the button that had focus is gone
+    # the latest answer still has the latest answer's actions; none of the older ones got them
+    expect(page.locator(".chat-regenerate:visible")).to_have_count(1)
+    expect(final_messages(page).last.locator(".chat-regenerate")).to_be_visible()
+    send(page, "one more")
+    expect(final_messages(page).last).to_have_text("You said: one more")
     assert_clean(page)
 
 

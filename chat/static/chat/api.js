@@ -38,9 +38,13 @@ export class ChatApi {
     return Array.isArray(data) ? data : data?.results ?? [];
   }
 
-  /** {id, title, messages: [...]} */
-  getConversation(id) {
-    return this.request("GET", `conversations/${encodeURIComponent(id)}/`);
+  /** {id, title, messages: [...], has_earlier}: all its messages, or the latest `limit` (older than message `before`). */
+  getConversation(id, { limit = null, before = null } = {}) {
+    const params = new URLSearchParams();
+    if (limit !== null) params.set("limit", String(limit));
+    if (before !== null) params.set("before", String(before));
+    const query = params.toString();
+    return this.request("GET", `conversations/${encodeURIComponent(id)}/${query ? `?${query}` : ""}`);
   }
 
   /** Rename a conversation: {id, title, ...}. */

@@ -19,6 +19,15 @@ import { TrayView } from "./view.js";
 import { copyText } from "./dom.js";
 import { formatNumber, gettext, interpolate, ngettext, pageLanguage, errorText, setLanguage, currentLanguage } from "./i18n.js";
 
+// A conversation is read a part at a time: its latest messages when it opens, older ones when the reader asks.
+const PAGE_MESSAGES = 50;
+
+/** The stored messages the tray shows: a standard client's answers to its own tool calls (interaction_type
+ * "tool_result") are not something the user typed. */
+function shownMessages(messages) {
+  return (messages || []).filter((m) => (m.role === "user" && m.interaction_type !== "tool_result") || m.role === "assistant");
+}
+
 /** An answer as one of a later answer's earlier versions (the REST shape of `earlier_versions` items). */
 function versionOf(message) {
   const { id, content, message_html, tool_history, stop_reason } = message;
@@ -40,6 +49,8 @@ export class Tray {
     this.live = null; // the in-flight turn's view
     this.loaded = false;
     this.loading = null; // the history request in flight, if any
+    this.earliestId = null; // the first stored message shown, while earlier ones exist to read
+    this.loadingEarlier = false;
     setLanguage(pageLanguage(config)); // dates and numbers in the page's language
     this.view = new TrayView(root, config, {
       toggle: () => this.toggle(),
@@ -52,6 +63,7 @@ export class Tray {
       editLastQuestion: () => this.editLastQuestion(),
       attach: (files) => this.attach(files),
       draftChanged: () => this.saveDraft(),
+      loadEarlier: () => this.loadEarlier(),
     });
     this.pending = []; // files chosen for the next message: {key, name, status: "uploading"|"ready", data, preview}
     this.editing = false; // the composer holds an edit of the last question
@@ -545,7 +557,7 @@ export class Tray {
   async loadConversation(id, { quiet = false, runId = null } = {}) {
     let data;
     try {
-      data = await this.api.getConversation(id);
+      data = await this.api.getConversation(id, { limit: PAGE_MESSAGES });
     } catch (err) {
       if (err.status === 404) this.store.forgetConversation();
       if (!quiet) this.notice(gettext("Could not load that conversation."), "error");
@@ -554,24 +566,18 @@ export class Tray {
     if (this.protocol.following || this.live) this.endLive();
     this.clearMessages();
     this.store.conversationId = data.id ?? id;
-    // a standard client's answers to its own tool calls (interaction_type "tool_result") are not something the user typed
-    const messages = (data.messages || []).filter((m) => (m.role === "user" && m.interaction_type !== "tool_result") || m.role === "assistant");
+    const messages = shownMessages(data.messages);
     const tail = messages.at(-1);
     const liveRunId = tail?.role === "assistant" && tail.status === "streaming" ? tail.run_id || runId : null;
     // the live answer is followed, not rendered: the versions it replaces wait for it (see addAssistantMessage)
     if (liveRunId) this.replacedVersions = normalizeMessage(messages.pop()).earlier_versions;
     messages.forEach((m, i) => {
-      if (m.role === "user") {
-        this.view.appendMessage(renderUserMessage(m.content ?? "", this, m.attachments));
-        this.store.addMessage({ role: "user", content: m.content ?? "", attachments: m.attachments || [] });
-      } else {
-        const message = normalizeMessage(m);
-        // the outcome is stored with the message: the proposal shows as decided after a reload
-        if (message.payload_outcome && message.custom_payload) this.store.setPayloadOutcome(message.custom_payload.payload_id, message.payload_outcome);
-        this.view.appendMessage(renderAssistantMessage(message, this, { latest: i === messages.length - 1 }));
-        this.store.addMessage(message);
-      }
+      const { el, entry } = this.storedMessage(m, i === messages.length - 1);
+      this.view.appendMessage(el);
+      this.store.addMessage(entry);
     });
+    this.earliestId = data.messages?.[0]?.id ?? null; // where "Show earlier messages" reads on from
+    this.view.showEarlier(Boolean(data.has_earlier) && this.earliestId !== null);
     this.loaded = true;
     this.store.persist();
     this.showChat();
@@ -581,6 +587,43 @@ export class Tray {
     const follow = liveRunId || (runId && this.store.lastRole === "user" ? runId : null);
     if (follow) this.attachRun(follow);
     return true;
+  }
+
+  /** A stored message as shown (its element) and as kept in the store (its entry). */
+  storedMessage(m, latest) {
+    if (m.role === "user") {
+      return { el: renderUserMessage(m.content ?? "", this, m.attachments), entry: { role: "user", content: m.content ?? "", attachments: m.attachments || [] } };
+    }
+    const message = normalizeMessage(m);
+    // the outcome is stored with the message: the proposal shows as decided after a reload
+    if (message.payload_outcome && message.custom_payload) this.store.setPayloadOutcome(message.custom_payload.payload_id, message.payload_outcome);
+    return { el: renderAssistantMessage(message, this, { latest }), entry: message };
+  }
+
+  /** "Show earlier messages": the part of the conversation before the first message shown, above it. */
+  async loadEarlier() {
+    const id = this.store.conversationId;
+    const before = this.earliestId;
+    if (id === null || before === null || this.loadingEarlier) return;
+    this.loadingEarlier = true;
+    this.view.showEarlier(true, true);
+    let data;
+    try {
+      data = await this.api.getConversation(id, { limit: PAGE_MESSAGES, before });
+    } catch {
+      this.view.showEarlier(true);
+      this.notice(gettext("Could not load the earlier messages."), "error");
+      return;
+    } finally {
+      this.loadingEarlier = false;
+    }
+    if (this.store.conversationId !== id || this.earliestId !== before) return; // another conversation is shown now
+    const shown = shownMessages(data.messages).map((m) => this.storedMessage(m, false));
+    this.store.messages.unshift(...shown.map((s) => s.entry));
+    this.earliestId = data.messages?.[0]?.id ?? null;
+    this.view.showEarlier(Boolean(data.has_earlier) && this.earliestId !== null);
+    this.view.prependMessages(shown.map((s) => s.el));
+    this.view.refreshLatestActions(); // an older answer has no Regenerate, an older question no Edit
   }
 
   reloadConversation() {
@@ -616,6 +659,7 @@ export class Tray {
   clearMessages() {
     this.view.clearMessages();
     this.store.clearMessages();
+    this.earliestId = null;
     this.replacedVersions = null; // they belonged to an answer of the conversation shown until now
     this.replacedAnswer = null;
   }

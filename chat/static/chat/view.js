@@ -85,7 +85,10 @@ export class TrayView {
       h("p", { class: "chat-welcome__title" }, config.user ? interpolate(gettext("Hi %(user)s! How can I help?"), { user: config.user }) : gettext("Hi! How can I help?")),
       h("p", { class: "chat-muted" }, pageLabel ? interpolate(gettext("I can see you are on the %(page)s page and can help with what is on it."), { page: pageLabel }) : gettext("I can see this page and can help with what is on it.")),
     );
-    this.log = h("div", { class: "chat-log", role: "log", "aria-live": "polite", "aria-label": gettext("Conversation"), tabindex: "0" }, this.welcome);
+    // a long conversation is shown from its latest messages; this reads the ones before (at the top of the log)
+    this.earlierButton = button(gettext("Show earlier messages"), () => actions.loadEarlier(), { cls: "chat-btn chat-btn--secondary chat-earlier-btn" });
+    this.earlierButton.hidden = true;
+    this.log = h("div", { class: "chat-log", role: "log", "aria-live": "polite", "aria-label": gettext("Conversation"), tabindex: "0" }, this.earlierButton, this.welcome);
     // Follow new content only while the reader is at the bottom; otherwise offer a way back.
     this.pinned = true;
     this.log.addEventListener("scroll", () => {
@@ -446,8 +449,25 @@ export class TrayView {
 
   clearMessages() {
     this.clearError();
-    this.log.replaceChildren(this.welcome);
+    this.earlierButton.hidden = true;
+    this.log.replaceChildren(this.earlierButton, this.welcome);
     this.welcome.hidden = false;
+  }
+
+  /** Offer the conversation's earlier messages (`on`); `busy` while they are read. */
+  showEarlier(on, busy = false) {
+    this.earlierButton.hidden = !on;
+    this.earlierButton.disabled = busy;
+  }
+
+  /** Put earlier messages above the ones shown; what the reader was looking at stays where it was. */
+  prependMessages(elements) {
+    const fromEnd = this.log.scrollHeight - this.log.scrollTop;
+    this.log.setAttribute("aria-busy", "true"); // history coming back is not news to read out
+    this.earlierButton.after(...elements);
+    this.log.scrollTop = this.log.scrollHeight - fromEnd;
+    this.log.removeAttribute("aria-busy");
+    if (this.earlierButton.hidden) this.log.focus({ preventScroll: true }); // the button that had focus is gone
   }
 
   removeSuggestions() {
