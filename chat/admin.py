@@ -8,9 +8,10 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import DecimalField, F, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join, linebreaks
 from django.utils.safestring import mark_safe
@@ -56,8 +57,24 @@ class ReadOnlyMixin:
         return False
 
 
+INLINE_ROWS = 50  # a conversation's page lists its latest messages and runs, at most this many of each
+
+
+class LatestRowsFormSet(BaseInlineFormSet):
+    """An inline of the latest INLINE_ROWS rows, oldest first: a conversation of thousands of messages is a page of
+    a known size (the message and run lists, filtered by conversation, have all of them)."""
+
+    def get_queryset(self) -> QuerySet[Any]:
+        if not hasattr(self, "_latest"):
+            rows = super().get_queryset()
+            self._latest = rows.filter(pk__in=list(rows.order_by("-pk").values_list("pk", flat=True)[:INLINE_ROWS])).order_by("pk")
+        latest: QuerySet[Any] = self._latest
+        return latest
+
+
 class MessageInline(ReadOnlyMixin, admin.StackedInline):
     model = Message
+    formset = LatestRowsFormSet
     extra = 0
     fields = _MESSAGE_INLINE_FIELDS
     readonly_fields = _MESSAGE_INLINE_FIELDS
@@ -66,6 +83,7 @@ class MessageInline(ReadOnlyMixin, admin.StackedInline):
 
 class RunInline(RunTimes, ReadOnlyMixin, admin.TabularInline):
     model = Run
+    formset = LatestRowsFormSet
     extra = 0
     fields = _RUN_INLINE_FIELDS
     readonly_fields = _RUN_INLINE_FIELDS
@@ -125,9 +143,9 @@ def _transcript_flags(message: Message) -> str:
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["id", "title", "owner", "page", "tokens", "cost", "updated_at"]
     search_fields = ["title", "owner__username", "messages__content"]
-    readonly_fields = ["owner", "created_at", "updated_at", "pinned_at", "transcript"]  # a pin is its owner's own arrangement
+    readonly_fields = ["owner", "created_at", "updated_at", "pinned_at", "records", "transcript"]  # a pin is its owner's own arrangement
     fieldsets = [
-        (None, {"fields": ["title", "page", "thread_id", "owner", "created_at", "updated_at", "pinned_at"]}),
+        (None, {"fields": ["title", "page", "thread_id", "owner", "created_at", "updated_at", "pinned_at", "records"]}),
         (_("Transcript"), {"fields": ["transcript"]}),
     ]
     inlines = [MessageInline, RunInline]
@@ -137,6 +155,22 @@ class ConversationAdmin(admin.ModelAdmin):
 
     # A data-access or erasure request names a person: these actions take every conversation of the owners of the
     # selected ones (filter by owner, select one, run the action), not only the selected rows.
+
+    @admin.display(description=_("Messages and runs"))
+    def records(self, obj: Conversation) -> str:
+        """How many messages and runs the conversation has, each count a link to all of them (the inlines below list
+        the latest INLINE_ROWS)."""
+        if obj.pk is None:
+            return "—"
+        messages_url = reverse("admin:pagechat_message_changelist") + f"?conversation__id__exact={obj.pk}"
+        runs_url = reverse("admin:pagechat_run_changelist") + f"?conversation__id__exact={obj.pk}"
+        n_messages, n_runs = obj.messages.count(), obj.runs.count()
+        return format_html(
+            '<a href="{}">{}</a> · <a href="{}">{}</a>{}', messages_url,
+            ngettext("%(count)d message", "%(count)d messages", n_messages) % {"count": n_messages}, runs_url,
+            ngettext("%(count)d run", "%(count)d runs", n_runs) % {"count": n_runs},
+            " " + gettext("(the latest %(count)d of each are listed below)") % {"count": INLINE_ROWS}
+            if max(n_messages, n_runs) > INLINE_ROWS else "")
 
     @admin.display(description=_("Transcript"))
     def transcript(self, obj: Conversation) -> str:
@@ -151,8 +185,8 @@ class ConversationAdmin(admin.ModelAdmin):
              mark_safe(render_markdown(m.content) if m.role == Message.Role.ASSISTANT else linebreaks(m.content, autoescape=True)))
             for m in latest))
         earlier = obj.messages.count() - len(latest)
-        note = format_html("<p>{}</p>", ngettext("%(n)s earlier message: see the messages below or the export.",
-                                                  "%(n)s earlier messages: see the messages below or the export.", earlier) % {"n": earlier})
+        note = format_html("<p>{}</p>", ngettext("%(n)s earlier message: see all messages (above) or the export.",
+                                                  "%(n)s earlier messages: see all messages (above) or the export.", earlier) % {"n": earlier})
         return format_html("<div class=\"pagechat-transcript\">{}{}</div>", note if earlier else "", rows)
 
     @admin.action(description=_("Export all conversations of the selected conversations' users (JSON)"), permissions=["view"])

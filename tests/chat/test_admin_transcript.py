@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from chat.admin import TRANSCRIPT_MESSAGES
-from chat.models import Conversation, Message
+from chat.admin import INLINE_ROWS, TRANSCRIPT_MESSAGES
+from chat.models import Conversation, Message, Run
 
 pytestmark = pytest.mark.django_db
 
@@ -38,3 +38,23 @@ def test_a_long_conversation_shows_its_latest_messages(admin_client: Client, use
     transcript = body[body.index('<div class="pagechat-transcript">'):]
     assert "5 earlier messages" in transcript
     assert "message number 4." not in transcript.split("</fieldset>")[0] and f"message number {TRANSCRIPT_MESSAGES + 4}." in transcript
+
+
+def test_a_long_conversations_page_lists_its_latest_rows_and_links_to_all(admin_client: Client, user: Any, other_user: Any) -> None:
+    """Thousands of messages are not thousands of inline forms: the latest INLINE_ROWS of messages and runs, and
+    links to the message and run lists filtered to this conversation."""
+    conv = Conversation.objects.create(owner=user, title="Long")
+    Message.objects.bulk_create(Message(conversation=conv, role="user", content=f"row {i}") for i in range(INLINE_ROWS + 7))
+    Run.objects.bulk_create(Run(conversation=conv, provider="offline", status=Run.Status.COMPLETED) for _ in range(INLINE_ROWS + 3))
+    theirs = Conversation.objects.create(owner=other_user, title="Theirs")
+    Message.objects.create(conversation=theirs, role="user", content="not this one")
+    body = admin_client.get(f"/admin/pagechat/conversation/{conv.pk}/change/").content.decode()
+    assert body.count('class="inline-related') - body.count('class="inline-related empty-form') == INLINE_ROWS  # the messages
+    assert body.count('<tr class="form-row') == INLINE_ROWS  # the runs
+    assert f"{INLINE_ROWS + 7} messages" in body and f"{INLINE_ROWS + 3} runs" in body
+    assert "the latest 50 of each are listed below" in body
+    messages_list = admin_client.get(f"/admin/pagechat/message/?conversation__id__exact={conv.pk}")
+    assert f'href="/admin/pagechat/message/?conversation__id__exact={conv.pk}"' in body
+    assert messages_list.status_code == 200 and f"{INLINE_ROWS + 7} messages" in messages_list.content.decode()
+    runs_list = admin_client.get(f"/admin/pagechat/run/?conversation__id__exact={conv.pk}")
+    assert runs_list.status_code == 200 and f"{INLINE_ROWS + 3} runs" in runs_list.content.decode()
