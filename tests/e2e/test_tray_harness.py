@@ -825,6 +825,10 @@ def test_regenerate_keeps_the_earlier_answer_as_a_version_to_page_back_to(page: 
     pager.get_by_role("button", name="Next version").click()
     expect(answer.locator(".chat-bubble")).to_have_text("The second take.")
     expect(final_messages(page)).to_have_count(1)
+    # a question has Copy too, as in ChatGPT and Claude.ai
+    page.get_by_role("group", name="Question actions").get_by_role("button", name="Copy").click()
+    expect(page.locator(".chat-notice")).to_have_text("Copied to clipboard.")
+    assert page.evaluate("navigator.clipboard.readText()") == "try twice"
     assert_clean(page)
 
 

@@ -57,7 +57,8 @@ export function normalizeMessage(raw) {
 }
 
 /**
- * A user bubble. The latest question gets an Edit button (the tray hides it on older ones).
+ * A user bubble with Copy (when it says something); the latest question gets an Edit button (the tray hides it on
+ * older ones).
  * @param {string} text
  * @param {object|null} tray  null for a bubble without actions
  */
@@ -74,6 +75,7 @@ export function renderUserMessage(text, tray = null, attachments = []) {
       h(
         "div",
         { class: "chat-msg__actions chat-msg__actions--user", role: "group", "aria-label": gettext("Question actions") },
+        text ? actionButton(gettext("Copy"), ACTION_ICONS.copy, (e) => tray.copy(text, e.currentTarget), "chat-copy") : null,
         actionButton(gettext("Edit"), ACTION_ICONS.edit, () => tray.beginEdit(text), "chat-edit"),
       ),
     );
