@@ -57,6 +57,7 @@ lint: $(STAMP) messages
 	$(VENV)/bin/lint-imports
 	$(PY) manage.py chat_protocol_schema --check
 	$(PY) manage.py chat_api_schema --check
+	$(PY) manage.py chat_settings_doc --check
 	$(PY) -m tests.bench.report --check
 	$(PY) -m tests.catalogs --check
 

@@ -112,3 +112,20 @@ def test_manage_py_check_fails_on_a_wrong_setting() -> None:
     env = {**os.environ, "CHAT_PROVIDER": "chat.providers.nowhere.Provider"}
     out = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "chat.E003" in out.stderr, out.stderr
+
+
+def test_the_settings_reference_lists_every_setting_and_its_check_fails_when_stale(tmp_path: Path) -> None:
+    """docs/settings.md is generated from chat/conf.py (`make lint` runs the check); every setting is in it once."""
+    from django.core.management import CommandError, call_command
+
+    from chat.management.commands.chat_settings_doc import settings_text
+
+    call_command("chat_settings_doc", "--check")
+    text = settings_text()
+    for name in SPECS:
+        assert text.count(f"| `{name}` |") == 1, name
+    assert "| `CHAT_MAX_FRAME_BYTES` | int > 0 | `65536` (64 KiB) |" in text
+    stale = tmp_path / "settings.md"
+    stale.write_text(text.replace("CHAT_MODEL", "CHAT_MODLE"), encoding="utf-8")
+    with pytest.raises(CommandError, match="stale settings reference"):
+        call_command("chat_settings_doc", "--check", "--output", str(stale))
