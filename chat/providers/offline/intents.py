@@ -11,7 +11,19 @@ from typing import Any
 
 from django.utils.translation import gettext as _, gettext_noop, ngettext
 
-from chat.providers.offline.reading import PAGE_WORDS, REQUEST_CONTEXT, STOPWORDS, PayloadOffer, Reading, data_body, norm, subject_words, tokens, words
+from chat.providers.offline.reading import (
+    PAGE_WORDS,
+    REQUEST_CONTEXT,
+    STOPWORDS,
+    PayloadOffer,
+    Reading,
+    data_body,
+    message_text,
+    norm,
+    subject_words,
+    tokens,
+    words,
+)
 
 
 @dataclass(frozen=True)
@@ -224,7 +236,50 @@ def after_tools(r: Reading) -> Reply:
             more = " " + _("The card above has the details.") if len(text.strip().splitlines()) > 1 else ""
             said = first[:300].rstrip(":")
             parts.append(f"{said}{'' if said.endswith(('.', '!', '?')) else '.'}{more}")
-    return Reply(" ".join(parts))
+    return Reply(" ".join(parts), _next_tool(r))
+
+
+# a message's clauses: "What is 6*7? And what time is it?" asks two things
+_CLAUSE = re.compile(r"\?+\s*|;\s*|\.\s+|,?\s+\band\s+(?:then\s+|also\s+)?", re.I)
+
+
+def _clause_reading(r: Reading, clause: str) -> Reading:
+    """The request read as if the user had said only `clause` (its words, its subject)."""
+    part = Reading(r.request)
+    part.__dict__["user_text"] = clause.strip()  # a cached_property: the words, tokens and subject follow from it
+    return part
+
+
+def _called_this_turn(r: Reading) -> set[str]:
+    """The tools the model called since the user's last typed message."""
+    called: set[str] = set()
+    for msg in reversed(r.request.messages):
+        if msg.get("role") == "user" and message_text(msg).strip():
+            break
+        if msg.get("role") == "assistant":
+            called |= {str(b.get("name")) for b in msg.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"}
+    return called
+
+
+def _next_tool(r: Reading) -> tuple[str, dict[str, Any]] | None:
+    """A further tool the user asked for in a clause of its own, not called yet this turn ("What is 17*23? And what
+    time is it?": calculate, then the time), as a model calls one tool after another; None when there is none."""
+    if r.request.tool_choice == "none":
+        return None
+    called = _called_this_turn(r)
+    for clause in _CLAUSE.split(r.user_text):
+        if not clause.strip():
+            continue
+        part = _clause_reading(r, clause)
+        tool, score = _best_tool(part)  # the clause's own best tool: one already called means the clause was about it
+        if tool is None or tool["name"] in called or score < 2:
+            continue
+        if not part.user_words & words(tool["name"]) and tool["name"] != "calculate":  # named, not guessed from its description
+            continue
+        tool_input, missing = tool_input_build(part, tool)
+        if not missing:
+            return tool["name"], tool_input
+    return None
 
 
 ERROR_ADVICE: list[tuple[str, str]] = [

@@ -220,6 +220,39 @@ def test_a_request_naming_every_word_of_a_tool_calls_it_rather_than_proposing() 
     assert reply.tool is None and block(reply, "STREAM_SUGGESTIONS:") is not None
 
 
+CALCULATE = {"name": "calculate", "description": "Evaluate an arithmetic expression.",
+             "input_schema": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}
+CLOCK = {"name": "get_current_time", "description": "Get the current date and time.", "input_schema": {"type": "object", "properties": {}}}
+
+
+def _tool_round(sys: str, question: str, tools: list[dict[str, Any]], outputs: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    """Play one turn as the agent loop does (each tool's output fed back) and return the tool calls in order."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for i in range(5):
+        reply = decide(ProviderRequest(system=sys, messages=list(messages), tools=tools, model="m", max_tokens=200))
+        if reply.tool is None:
+            return calls
+        calls.append(reply.tool)
+        use = {"type": "tool_use", "id": f"toolu_{i}", "name": reply.tool[0], "input": reply.tool[1]}
+        messages += [{"role": "assistant", "content": [{"type": "text", "text": reply.text}, use]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": outputs[reply.tool[0]]}]}]
+    raise AssertionError(f"more than 5 model calls: {calls}")
+
+
+def test_a_message_asking_two_things_calls_one_tool_after_the_other() -> None:
+    sys = system("home", {})
+    outputs = {"calculate": "17*23+4 = 395", "get_current_time": "2026-11-25 04:30 UTC"}
+    assert _tool_round(sys, "What is 17*23+4? And what time is it?", [CALCULATE, CLOCK], outputs) == [
+        ("calculate", {"expression": "17*23+4"}), ("get_current_time", {})]
+    assert sorted(_tool_round(sys, "what time is it and calculate 6*7", [CALCULATE, CLOCK], outputs)) == [
+        ("calculate", {"expression": "6*7"}), ("get_current_time", {})]
+    # one thing asked: one call, even when the words could name another tool's topic
+    assert _tool_round(sys, "calculate 6*7", [CALCULATE, CLOCK], outputs) == [("calculate", {"expression": "6*7"})]
+    assert _tool_round(sys, "search articles about the time of day and calculate nothing",
+                       [SEARCH_TOOL, CLOCK], {**outputs, "search_articles": "3 articles"})[0][0] == "search_articles"
+
+
 async def _stream(request: ProviderRequest) -> tuple[str, str]:
     """The text the offline model streams for `request` and why it stopped."""
     from chat.providers.base import MessageEnd, TextDelta
