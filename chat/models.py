@@ -268,3 +268,22 @@ def action_stat_count(*, page: str, action: str, fields: tuple[str, ...], by: in
                 ActionStat.objects.create(page=page, action=action, **{name: by for name in fields})
         except IntegrityError:  # created meanwhile by another turn
             ActionStat.objects.filter(page=page, action=action).update(**updates)
+
+
+PREFERENCES_MAX_CHARS = 1500  # as ChatGPT's custom instructions: a paragraph or two, sent with every turn
+
+
+class UserPreferences(models.Model):
+    """What a user wants every answer to take into account, in their own words (ChatGPT's custom instructions,
+    Claude.ai's personal preferences); sent to the model as the user's data, with every turn."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_preferences")
+    instructions = models.TextField(blank=True, max_length=PREFERENCES_MAX_CHARS)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "user preferences"
+        verbose_name_plural = "user preferences"
+
+    def __str__(self) -> str:
+        return f"Preferences of user {self.user_id}"

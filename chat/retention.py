@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from chat.conf import chat_settings
-from chat.models import Conversation, Message, Run
+from chat.models import Conversation, Message, Run, UserPreferences
 from chat.runs.log import run_log_from_settings
 
 if TYPE_CHECKING:
@@ -91,10 +91,12 @@ def conversation_export(*, conversation: Conversation) -> dict[str, Any]:
 
 
 async def user_conversations_export(*, user: Any) -> AsyncIterator[str]:
-    """Every conversation of `user` as one JSON document, `{exported_at, username, conversations: [...]}` (each as
-    conversation_export gives it, oldest first), written a conversation at a time: memory holds one, never all."""
+    """Every conversation of `user` as one JSON document, `{exported_at, username, preferences, conversations: [...]}`
+    (each as conversation_export gives it, oldest first; `preferences` the user's standing instructions, "" for none),
+    written a conversation at a time: memory holds one, never all."""
     ids = await sync_to_async(lambda: list(Conversation.objects.filter(owner=user).order_by("pk").values_list("pk", flat=True)))()
-    head = {"exported_at": timezone.now().isoformat(), "username": user.get_username()}
+    instructions = await sync_to_async(lambda: UserPreferences.objects.filter(user=user).values_list("instructions", flat=True).first())()
+    head = {"exported_at": timezone.now().isoformat(), "username": user.get_username(), "preferences": {"instructions": instructions or ""}}
     yield json.dumps(head, ensure_ascii=False)[:-1] + ', "conversations": ['
     written = 0
     for pk in ids:

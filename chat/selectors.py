@@ -14,7 +14,7 @@ from django.db.models.functions import Cast, Coalesce, Concat, Greatest, Length,
 
 from chat import attachments
 from chat.attachments import placeholder_block
-from chat.models import Attachment, Conversation, Message, Run
+from chat.models import Attachment, Conversation, Message, Run, UserPreferences
 from chat.prompt import StoredMessage
 from chat.runs.store import run_for_user
 
@@ -223,3 +223,13 @@ async def conversation_running_run_id(*, conversation_id: int) -> str | None:
     """The conversation's running run (there is at most one), or None."""
     pk = await Run.objects.filter(conversation_id=conversation_id, status=Run.Status.RUNNING).values_list("pk", flat=True).afirst()
     return str(pk) if pk is not None else None
+
+
+def preferences_get(*, user: User) -> UserPreferences:
+    """The user's preferences (unsaved and empty when they never set any)."""
+    return UserPreferences.objects.filter(user=user).first() or UserPreferences(user=user)
+
+
+def preferences_instructions(*, user_id: int) -> str:
+    """The user's standing instructions for the model ("" for none): one indexed read per turn."""
+    return UserPreferences.objects.filter(user_id=user_id).values_list("instructions", flat=True).first() or ""

@@ -12,7 +12,7 @@ from django.utils import timezone
 from chat import attachments, retention
 from chat.errors import NotFound
 from chat.events import error_event
-from chat.models import Conversation, Message, PendingApproval, Run
+from chat.models import Conversation, Message, PendingApproval, Run, UserPreferences
 from chat.runs import manager
 from chat.runs.store import run_for_user, run_terminal_event
 from chat.turns.admission import TurnStarted, turn_regenerate, turn_start
@@ -127,3 +127,9 @@ def attachment_discard(*, user: User, attachment_id: str) -> None:
 def conversations_delete_all(*, user: User) -> int:
     """Delete every conversation of the user (with runs, files and run logs); how many there were."""
     return retention.user_conversations_remove(user=user).conversations
+
+
+def preferences_update(*, user: User, instructions: str) -> UserPreferences:
+    """Store what the user wants every answer to take into account (their words, trimmed; "" clears them)."""
+    preferences, _ = UserPreferences.objects.update_or_create(user=user, defaults={"instructions": instructions.strip()})
+    return preferences

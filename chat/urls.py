@@ -28,6 +28,7 @@ urlpatterns = [
     path("attachments/", views.AttachmentUploadView.as_view(), name="attachment-upload"),
     path("attachments/<str:attachment_id>/", views.AttachmentFileView.as_view(), name="attachment-file"),
     path("attachments/<str:attachment_id>/thumbnail/", views.AttachmentThumbnailView.as_view(), name="attachment-thumbnail"),
+    path("preferences/", views.PreferencesView.as_view(), name="preferences"),
     path("", include(router.urls)),
     # the API described (OpenAPI 3.1): the document for programs, Swagger UI for staff
     path("schema/", openapi.SchemaView.as_view(), name="schema"),

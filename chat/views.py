@@ -37,7 +37,7 @@ from chat.errors import ErrorCode, NotFound, ServiceError, error_code, http_stat
 from chat.events import ChatSend, CompletePayload, FrameError, error_event, parse_frame
 from chat.events.client import json_loads_strict
 from chat.languages import language_normalize
-from chat.models import Conversation, Message
+from chat.models import PREFERENCES_MAX_CHARS, Conversation, Message, UserPreferences
 from chat.openapi import CHAT_SEND_BODY, SSE_EVENT_SCHEMA, described, described_actions, drf_error_responses, error_responses, operation
 from chat.rendering import render_markdown
 from chat.runs import ResyncRequired, manager
@@ -165,7 +165,7 @@ _SEND_ERRORS: tuple[ErrorCode, ...] = ("bad_json", "bad_frame", "unknown_type", 
 @described(methods=["GET"], authenticated=False, summary="Where the endpoints are", tags=["api"], responses={200: inline_serializer(
     "ApiRoot", {"protocol": serializers.IntegerField(), "websocket": serializers.CharField(), "chat": serializers.CharField(),
                 "chat_stream": serializers.CharField(), "ag_ui": serializers.CharField(), "ai_sdk": serializers.CharField(),
-                "conversations": serializers.CharField()})})
+                "conversations": serializers.CharField(), "preferences": serializers.CharField()})})
 @csrf_exempt  # reads nothing; any other method is a 405, not a CSRF page
 @require_GET
 async def api_root(request: HttpRequest) -> HttpResponse:
@@ -178,6 +178,7 @@ async def api_root(request: HttpRequest) -> HttpResponse:
         "ag_ui": reverse("pagechat:ag-ui"),
         "ai_sdk": reverse("pagechat:ai-sdk"),
         "conversations": reverse("pagechat:conversation-list"),
+        "preferences": reverse("pagechat:preferences"),
     })
 
 
@@ -454,8 +455,10 @@ EXPORT_JSON_SCHEMA: dict[str, Any] = {
     },
 }
 EXPORT_ALL_JSON_SCHEMA: dict[str, Any] = {
-    "type": "object", "required": ["exported_at", "username", "conversations"],
-    "properties": {"exported_at": {"type": "string"}, "username": {"type": "string"}, "conversations": {"type": "array", "items": EXPORT_JSON_SCHEMA}},
+    "type": "object", "required": ["exported_at", "username", "preferences", "conversations"],
+    "properties": {"exported_at": {"type": "string"}, "username": {"type": "string"},
+                   "preferences": {"type": "object", "required": ["instructions"], "properties": {"instructions": {"type": "string"}}},
+                   "conversations": {"type": "array", "items": EXPORT_JSON_SCHEMA}},
 }
 EXPORT_FORMATS = {"json": ("application/json", "json"), "markdown": ("text/markdown; charset=utf-8", "md")}
 
@@ -592,6 +595,43 @@ class MessageViewSet(viewsets.GenericViewSet):
         except NotFound:
             raise Http404 from None
         return Response(MessageSerializer(msg).data)
+
+
+class PreferencesSerializer(serializers.ModelSerializer):
+    instructions = serializers.CharField(
+        max_length=PREFERENCES_MAX_CHARS, allow_blank=True, help_text=(
+            "what every answer should take into account, in the user's words (who they are, how to answer); sent to "
+            "the model with every turn as the user's data; \"\" clears it"))
+
+    class Meta:
+        model = UserPreferences
+        fields = ["instructions", "updated_at"]
+        read_only_fields = ["updated_at"]
+
+
+class PreferencesView(APIView):
+    """GET/PUT <api>preferences/: the user's own standing instructions for the assistant (ChatGPT's custom instructions)."""
+
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+    parser_classes = [StrictJSONParser]
+    schema = AutoSchema()
+
+    def handle_exception(self, exc: Exception) -> HttpResponse:
+        return _rest_exception(self, exc)
+
+    @operation(summary="The user's preferences: what every answer should take into account", tags=["preferences"],
+               responses={200: PreferencesSerializer, **drf_error_responses()})
+    def get(self, request: Request) -> Response:
+        return Response(PreferencesSerializer(selectors.preferences_get(user=request.user)).data)
+
+    @operation(summary="Set the user's preferences", tags=["preferences"], request=PreferencesSerializer,
+               responses={200: PreferencesSerializer, **drf_error_responses(400)})
+    def put(self, request: Request) -> Response:
+        body = PreferencesSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        preferences = services.preferences_update(user=request.user, instructions=body.validated_data["instructions"])
+        return Response(PreferencesSerializer(preferences).data)
 
 
 class ChatView(APIView):

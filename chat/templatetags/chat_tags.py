@@ -19,6 +19,7 @@ from django.utils.translation import get_language
 
 from chat.attachments import ACCEPTED_TYPES
 from chat.conf import chat_settings
+from chat.models import PREFERENCES_MAX_CHARS
 from pages.access import user_page_denied
 from pages.registry import registry as page_registry
 
@@ -60,6 +61,7 @@ def tray_config(request: HttpRequest | None, user: AbstractBaseUser | AnonymousU
         "offline": provider_is_offline(),
         "provider_label": provider_label(),
         "max_message_chars": chat_settings.CHAT_MAX_MESSAGE_CHARS,  # the composer's counter stops longer ones
+        "max_preference_chars": PREFERENCES_MAX_CHARS,  # the preferences form's limit, the API's
         # the tray refuses what the server would (before uploading); the server judges the bytes again
         "attachments": {"max_bytes": chat_settings.CHAT_MAX_ATTACHMENT_BYTES, "max_count": chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE,
                         "types": list(ACCEPTED_TYPES)},

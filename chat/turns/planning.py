@@ -92,6 +92,7 @@ def turn_plan_build(*, user: User, conversation_id: int, frame: ChatSend, upto_m
         client_actions=[(a.action, a.description, a.parameters) for a in (*BUILTIN_CLIENT_ACTIONS, *page.client_actions)],
         server_actions=[(a.action, a.description, a.parameters) for a in actions],
         custom_instructions=page.custom_instructions,
+        user_preferences=selectors.preferences_instructions(user_id=user.pk),
         language=frame.language,
     )
     system = system_prompt_build(prompt_input)

@@ -250,6 +250,27 @@ def test_rest_conversation_is_read_a_part_at_a_time_with_its_versions(user: Any,
     assert other.get(f"/api/conversations/{conv.pk}/?limit=3").status_code == 404
 
 
+def test_rest_preferences_are_the_users_own(user: Any, other_user: Any) -> None:
+    """GET/PUT <api>preferences/: empty until set, trimmed, bounded, cleared by ""; each user has their own."""
+    client = Client(headers={"Authorization": f"Token {token_for(user)}"})
+    assert client.get("/api/preferences/").json() == {"instructions": "", "updated_at": None}
+    saved = client.put("/api/preferences/", {"instructions": "  Answer briefly; I review oncology trials.\n"}, content_type="application/json")
+    assert saved.status_code == 200, saved.content
+    assert saved.json()["instructions"] == "Answer briefly; I review oncology trials." and saved.json()["updated_at"]
+    assert client.get("/api/preferences/").json()["instructions"] == "Answer briefly; I review oncology trials."
+    other = Client(headers={"Authorization": f"Token {token_for(other_user)}"})
+    assert other.get("/api/preferences/").json()["instructions"] == ""
+    for bad in ({"instructions": "x" * 1501}, {"instructions": None}, {"instructions": ["a"]}, {}):
+        response = client.put("/api/preferences/", bad, content_type="application/json")
+        assert response.status_code == 400 and set(response.json()) == {"instructions"}, (bad, response.content)
+    assert client.put("/api/preferences/", "{", content_type="application/json").status_code == 400
+    assert client.get("/api/preferences/").json()["instructions"] == "Answer briefly; I review oncology trials."  # nothing lost
+    assert client.put("/api/preferences/", {"instructions": ""}, content_type="application/json").json()["instructions"] == ""
+    assert Client().get("/api/preferences/").status_code == 401
+    assert Client().put("/api/preferences/", {"instructions": "x"}, content_type="application/json").status_code == 401
+    assert client.get("/api/").json()["preferences"] == "/api/preferences/"
+
+
 def test_rest_conversation_search_says_where_a_message_matched(user: Any) -> None:
     conv = Conversation.objects.create(owner=user, title="Reagents")
     Message.objects.create(conversation=conv, role="user", content="Which supplier?")

@@ -121,8 +121,12 @@ async def test_export_all_streams_every_conversation_of_the_user_and_no_one_else
     from asgiref.sync import sync_to_async
     from django.test import AsyncClient
 
+    from chat import services
+
     mine = [await sync_to_async(make_conversation)(user) for _ in range(2)]
     theirs = await sync_to_async(make_conversation)(other_user)
+    await sync_to_async(services.preferences_update)(user=user, instructions="Call me Dr. Ann.")
+    await sync_to_async(services.preferences_update)(user=other_user, instructions="theirs")
     token = await sync_to_async(token_for)(user)
     response = await AsyncClient().get("/api/conversations/export/", headers={"Authorization": f"Token {token}"})
     assert response.status_code == 200 and response["Content-Type"] == "application/json" and response.streaming
@@ -130,7 +134,8 @@ async def test_export_all_streams_every_conversation_of_the_user_and_no_one_else
     chunks = [c async for c in response.streaming_content]
     assert len(chunks) == 2 + len(mine)  # written a conversation at a time
     data = json.loads(b"".join(c if isinstance(c, bytes) else c.encode() for c in chunks))
-    assert set(data) == {"exported_at", "username", "conversations"} and data["username"] == user.get_username()
+    assert set(data) == {"exported_at", "username", "preferences", "conversations"} and data["username"] == user.get_username()
+    assert data["preferences"] == {"instructions": "Call me Dr. Ann."}  # their own data too, never someone else's
     assert [c["id"] for c in data["conversations"]] == [c.pk for c in mine] and theirs.pk not in [c["id"] for c in data["conversations"]]
     assert [m["role"] for m in data["conversations"][0]["messages"]] == ["user", "assistant"]  # each as the one-conversation export
     assert (await AsyncClient().get("/api/conversations/export/")).status_code in (401, 403)

@@ -776,6 +776,41 @@ def test_plain_user_gets_no_diagnostics_and_only_their_own_context(open_page: Ca
     assert_clean(page)
 
 
+def test_your_preferences_are_saved_and_go_with_every_turn(open_page: Callable[..., Page], site_server: LiveServer) -> None:
+    """History -> "Your preferences": saved over REST, shown again on another page, in the next turn's prompt as the
+    user's data; cleared again at the end (the site is shared by the other tests)."""
+    page = open_page(site_server, "/", user="alice")
+    open_tray(page)
+    page.get_by_role("button", name="History").click()
+    page.get_by_role("button", name="Your preferences").click()
+    box = page.get_by_label("What should the assistant know about you, or keep in mind in every answer?")
+    expect(box).to_be_focused()
+    box.fill("I am a cardiologist. Keep answers short.")
+    expect(page.locator("#chat-preferences-count")).to_have_text("40 / 1,500 characters")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".chat-notice")).to_have_text("Preferences saved. They apply from your next message.")
+    expect(page.get_by_role("button", name="Your preferences")).to_be_focused()  # back in the list
+    alice = site_server.query("SELECT id FROM auth_user WHERE username = 'alice'")[0][0]
+    assert site_server.query("SELECT instructions FROM pagechat_userpreferences WHERE user_id = ?", alice) == [
+        ("I am a cardiologist. Keep answers short.",)]
+
+    page.goto(site_server.url + "/reports/")  # another page: the same preferences, and the next turn carries them
+    expect(page.locator(".chat-tray")).to_be_visible()  # it was open: it opens again on the next page
+    page.get_by_role("button", name="New chat").click()
+    ask(page, "hello")
+    prompt = json.loads(site_server.wait_for_row(
+        "SELECT diagnostics FROM pagechat_run WHERE conversation_id = ? AND status = 'completed'", conversation_id(page))[0])["system_prompt"]
+    assert '# USER PREFERENCES' in prompt and '<data source="user_preferences">\nI am a cardiologist. Keep answers short.\n</data>' in prompt
+    page.get_by_role("button", name="History").click()
+    page.get_by_role("button", name="Your preferences").click()
+    expect(box).to_have_value("I am a cardiologist. Keep answers short.")
+    box.fill("")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".chat-notice")).to_contain_text("Preferences saved")
+    assert site_server.query("SELECT instructions FROM pagechat_userpreferences WHERE user_id = ?", alice) == [("",)]
+    assert_clean(page)
+
+
 def test_navigation_mid_stream_follows_the_run_on_the_next_page(open_page: Callable[..., Page], slow_server: LiveServer) -> None:
     page = open_page(slow_server, "/")
     open_tray(page)

@@ -539,6 +539,9 @@ def test_axe_no_serious_violations_on_every_demo_page(open_page: Callable[..., P
             page.get_by_role("button", name="History").click()
             expect(page.locator(".chat-conversation-group__title").first).to_be_visible()
             found[f"{path} (conversation list, wide view)"] = _axe_serious(page)
+            page.get_by_role("button", name="Your preferences").click()
+            expect(page.get_by_label("What should the assistant know about you, or keep in mind in every answer?")).to_be_enabled()
+            found[f"{path} (your preferences)"] = _axe_serious(page)
         page.close()
     bad = {k: v for k, v in found.items() if v}
     assert bad == {}, bad

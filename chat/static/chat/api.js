@@ -38,6 +38,16 @@ export class ChatApi {
     return Array.isArray(data) ? data : data?.results ?? [];
   }
 
+  /** {instructions, updated_at}: what the user asked every answer to take into account ("" when nothing). */
+  getPreferences() {
+    return this.request("GET", "preferences/");
+  }
+
+  /** Save the user's preferences ("" clears them): {instructions, updated_at}. */
+  setPreferences(instructions) {
+    return this.request("PUT", "preferences/", { instructions });
+  }
+
   /** {id, title, messages: [...], has_earlier}: all its messages, or the latest `limit` (older than message `before`). */
   getConversation(id, { limit = null, before = null } = {}) {
     const params = new URLSearchParams();

@@ -3,6 +3,7 @@
  * delete (one or all). */
 import { h, button } from "./dom.js";
 import { formatDate, formatMonth, gettext, interpolate } from "./i18n.js";
+import { PreferencesForm } from "./preferences.js";
 
 const DISARM_MS = 3000;
 const PAGE_SIZE = 50; // conversations per request: a long history is listed a part at a time
@@ -74,13 +75,26 @@ export class HistoryView {
       this.searchTimer = setTimeout(find, SEARCH_DELAY_MS);
     });
     this.results = h("div", { class: "chat-conversations__results" }, h("p", { class: "chat-muted" }, gettext("Loading…")));
+    const preferences = button(gettext("Your preferences"), () => this.showPreferences(), { cls: "chat-link-btn chat-conversations__preferences" });
     this.el.replaceChildren(
-      h("h3", { class: "chat-conversations__title" }, gettext("Conversations")),
+      h("div", { class: "chat-conversations__header" },
+        h("h3", { class: "chat-conversations__title" }, gettext("Conversations")), preferences),
       h("form", { class: "chat-conversations__search-form", role: "search", onsubmit: (e) => { e.preventDefault(); find(); } },
         h("label", { for: id, class: "chat-offscreen" }, gettext("Search conversations")), search),
       this.results,
     );
     if (await this.load("")) (this.results.querySelector("button") ?? this.el).focus?.();
+  }
+
+  /** "Your preferences": the form in place of the list; Save or Cancel brings the list back, its button focused. */
+  async showPreferences() {
+    const form = new PreferencesForm(this.tray, async () => {
+      await this.show();
+      this.el.querySelector(".chat-conversations__preferences")?.focus();
+    });
+    this.generation++; // a list still loading must not replace the form
+    this.el.replaceChildren(form.el);
+    await form.load();
   }
 
   /** List the first `limit` conversations that match `query` (all when empty); false if a newer list replaced it. */
