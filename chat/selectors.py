@@ -232,4 +232,16 @@ def preferences_get(*, user: User) -> UserPreferences:
 
 def preferences_instructions(*, user_id: int) -> str:
     """The user's standing instructions for the model ("" for none): one indexed read per turn."""
-    return UserPreferences.objects.filter(user_id=user_id).values_list("instructions", flat=True).first() or ""
+    alias = router.db_for_read(UserPreferences)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_preferences_sql(alias), [user_id])
+        row = cursor.fetchone()
+    return str(row[0]) if row else ""
+
+
+@cache
+def _preferences_sql(alias: str) -> str:
+    """preferences_instructions' statement, written once per database (as history_window's: every turn runs it)."""
+    q = connections[alias].ops.quote_name
+    meta: Any = UserPreferences._meta
+    return f"SELECT {q(meta.get_field('instructions').column)} FROM {q(meta.db_table)} WHERE {q(meta.get_field('user').column)} = %s"
