@@ -514,6 +514,7 @@ def _make_http_handler(server: FakeProtocolServer) -> type[BaseHTTPRequestHandle
             self._record()
             url = urlsplit(self.path)
             path = url.path
+            query = {k: v[-1] for k, v in parse_qs(url.query).items()}  # the real API's q, limit, offset and before
             if path.startswith("/static/"):
                 found = [f for r in STATIC_ROOTS if r in (f := (r / path.removeprefix("/static/")).resolve()).parents and f.is_file()]
                 if found:
@@ -525,7 +526,6 @@ def _make_http_handler(server: FakeProtocolServer) -> type[BaseHTTPRequestHandle
             elif path == "/harness/host.js":
                 self._send(200, HOST_SCRIPT.encode(), "text/javascript")
             elif path == "/api/conversations/":
-                query = {k: v[-1] for k, v in parse_qs(url.query).items()}  # the real API's q, limit and offset
                 server.list_queries.append(query)
                 q = query.get("q", "").strip().lower()
                 found = [c for c in server.conversations.values()
@@ -541,7 +541,6 @@ def _make_http_handler(server: FakeProtocolServer) -> type[BaseHTTPRequestHandle
                     self._json(404, {"detail": "Not found."})
                 else:
                     messages = [{k: v for k, v in m.items() if not k.startswith("_")} for m in conv["messages"]]
-                    query = {k: v[-1] for k, v in parse_qs(url.query).items()}  # the real API's limit and before
                     server.detail_queries.append(query)
                     if "before" in query:
                         messages = [m for m in messages if m["id"] < int(query["before"])]

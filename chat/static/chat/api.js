@@ -1,6 +1,14 @@
 /** REST client for conversations (session cookie auth; CSRF header on unsafe methods). */
 import { gettext, interpolate } from "./i18n.js";
 
+/** `path` with the parameters that have a value (null leaves one out) as its query string. */
+function withQuery(path, params) {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== null) query.set(name, String(value));
+  const text = query.toString();
+  return text ? `${path}?${text}` : path;
+}
+
 export class ChatApi {
   constructor(base, csrfToken) {
     this.base = base.endsWith("/") ? base : `${base}/`;
@@ -28,12 +36,7 @@ export class ChatApi {
   /** [{id, title, page, updated_at}], most recently updated first; `q` finds text in titles and messages, `limit` and
    * `offset` take one part of the list (all of it without a limit). */
   async listConversations({ q = "", limit = null, offset = 0 } = {}) {
-    const params = new URLSearchParams();
-    if (q) params.set("q", q);
-    if (limit !== null) params.set("limit", String(limit));
-    if (offset) params.set("offset", String(offset));
-    const query = params.toString();
-    const data = await this.request("GET", `conversations/${query ? `?${query}` : ""}`);
+    const data = await this.request("GET", withQuery("conversations/", { q: q || null, limit, offset: offset || null }));
     // Tolerate DRF pagination in case it is switched on later.
     return Array.isArray(data) ? data : data?.results ?? [];
   }
@@ -50,11 +53,7 @@ export class ChatApi {
 
   /** {id, title, messages: [...], has_earlier}: all its messages, or the latest `limit` (older than message `before`). */
   getConversation(id, { limit = null, before = null } = {}) {
-    const params = new URLSearchParams();
-    if (limit !== null) params.set("limit", String(limit));
-    if (before !== null) params.set("before", String(before));
-    const query = params.toString();
-    return this.request("GET", `conversations/${encodeURIComponent(id)}/${query ? `?${query}` : ""}`);
+    return this.request("GET", withQuery(`conversations/${encodeURIComponent(id)}/`, { limit, before }));
   }
 
   /** Rename a conversation: {id, title, ...}. */

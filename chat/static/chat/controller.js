@@ -576,8 +576,7 @@ export class Tray {
       this.view.appendMessage(el);
       this.store.addMessage(entry);
     });
-    this.earliestId = data.messages?.[0]?.id ?? null; // where "Show earlier messages" reads on from
-    this.view.showEarlier(Boolean(data.has_earlier) && this.earliestId !== null);
+    this.earlierFrom(data);
     this.loaded = true;
     this.store.persist();
     this.showChat();
@@ -600,6 +599,12 @@ export class Tray {
     return { el: renderAssistantMessage(message, this, { latest }), entry: message };
   }
 
+  /** After a part of the conversation was read: where "Show earlier messages" reads on from, and whether it is offered. */
+  earlierFrom(data) {
+    this.earliestId = data.messages?.[0]?.id ?? null;
+    this.view.showEarlier(Boolean(data.has_earlier) && this.earliestId !== null);
+  }
+
   /** "Show earlier messages": the part of the conversation before the first message shown, above it. */
   async loadEarlier() {
     const id = this.store.conversationId;
@@ -620,8 +625,7 @@ export class Tray {
     if (this.store.conversationId !== id || this.earliestId !== before) return; // another conversation is shown now
     const shown = shownMessages(data.messages).map((m) => this.storedMessage(m, false));
     this.store.messages.unshift(...shown.map((s) => s.entry));
-    this.earliestId = data.messages?.[0]?.id ?? null;
-    this.view.showEarlier(Boolean(data.has_earlier) && this.earliestId !== null);
+    this.earlierFrom(data);
     this.view.prependMessages(shown.map((s) => s.el));
     this.view.refreshLatestActions(); // an older answer has no Regenerate, an older question no Edit
   }
