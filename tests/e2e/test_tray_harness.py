@@ -1282,6 +1282,46 @@ def test_code_is_coloured_without_becoming_markup(page: Page, server: FakeProtoc
     assert_clean(page)
 
 
+def test_code_is_coloured_as_it_streams_once_its_fence_closes(page: Page, server: FakeProtocolServer) -> None:
+    """While an answer streams, a code block is coloured as soon as its closing fence arrives; the block still growing
+    stays plain (it would be repainted every frame), as does one in a language highlight.js does not know."""
+    first = 'def greet(name):\n    return f"Hello, {name}!"'
+
+    async def script(run: FakeRun, frame: dict[str, Any]) -> None:
+        await run.stream_text(f"Two blocks:\n\n```python\n{first}\n```\n\n```nosuchlang\nplain\n```\n\n```js\nconst x = 1;")
+        await run.gate("open")
+        await run.stream_text("\n```\n\nDone.")
+        await run.gate("closed")
+        run.complete()
+
+    server.script = script
+    open_tray(page, server)
+    send(page, "show me code")
+    stream = page.locator(".chat-bubble--streaming")
+    blocks = stream.locator("pre code")
+    expect(blocks).to_have_count(3)
+    expect(blocks.nth(2)).to_contain_text("const x = 1;")
+    # the closed block is coloured while the answer still streams; the open one is not
+    expect(blocks.nth(0)).to_have_class(re.compile(r"\bhljs\b"))
+    expect(blocks.nth(0).locator(".hljs-keyword").first).to_have_text("def")
+    assert blocks.nth(0).inner_text().rstrip("\n") == first
+    expect(blocks.nth(1)).not_to_have_class(re.compile(r"\bhljs\b"))
+    expect(blocks.nth(2)).not_to_have_class(re.compile(r"\bhljs\b"))
+    assert blocks.nth(2).locator("span").count() == 0
+    server.open_gate("open")
+    expect(stream).to_contain_text("Done.")
+    expect(blocks.nth(2)).to_have_class(re.compile(r"\bhljs\b"))
+    expect(blocks.nth(2).locator(".hljs-keyword")).to_have_text("const")
+    expect(stream.locator(".chat-cursor")).to_have_count(1)
+    server.open_gate("closed")
+    final = final_messages(page).last.locator("pre code")
+    expect(page.locator(".chat-bubble--streaming")).to_have_count(0)
+    expect(final.nth(0)).to_have_class(re.compile(r"\bhljs\b"))
+    expect(final.nth(2)).to_have_class(re.compile(r"\bhljs\b"))
+    expect(final.nth(1)).not_to_have_class(re.compile(r"\bhljs\b"))
+    assert_clean(page)
+
+
 def test_narrow_screen_is_full_width(browser: Browser, server: FakeProtocolServer) -> None:
     server.script = proposal_turn
     context = browser.new_context(viewport={"width": 390, "height": 760})

@@ -102,7 +102,9 @@ def test_markdown_streams_safely_and_copy_puts_text_on_the_clipboard(open_page: 
     expect(streaming.locator("table")).to_be_visible()
     expect(streaming.locator("pre code")).to_contain_text("def greet")
     expect(streaming.locator(".chat-cursor")).to_have_count(1)
-    expect(streaming.locator("pre code .hljs-keyword")).to_have_count(0)  # plain while it streams
+    # coloured while the answer still streams, once its closing fence has arrived
+    expect(streaming.locator("pre code .hljs-keyword").first).to_have_text("def")
+    expect(page.locator(".chat-bubble--streaming")).to_have_count(1)
     assert "|---|" not in streaming.inner_text()
     shot(page, "streaming_markdown")
     wait_idle(page)
@@ -116,7 +118,7 @@ def test_markdown_streams_safely_and_copy_puts_text_on_the_clipboard(open_page: 
     answer_actions(reply).get_by_role("button", name="Copy").click()
     expect(page.locator(".chat-notice")).to_have_text("Copied to clipboard.")
     assert clipboard(page) == MARKDOWN_TEXT
-    # The final answer's code is coloured (the live stream's was not): the same text, in highlight.js's spans.
+    # The final answer's code is coloured: the same text, in highlight.js's spans.
     code = reply.locator("pre code")
     expect(code).to_have_class(re.compile(r"\bhljs\b"))
     expect(code.locator(".hljs-keyword").first).to_have_text("def")

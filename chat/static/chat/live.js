@@ -134,8 +134,10 @@ export class LiveTurn {
   renderNow() {
     const visible = withoutPartialMarker(this.text);
     this.streamEl.hidden = !visible;
-    // The same renderer and sanitizer as the final message (markdown.js), once per frame at most.
-    this.streamBody.replaceChildren(renderText(visible, (index) => this.placeholder(index), { copyCode: this.callbacks.copy }));
+    // The same renderer and sanitizer as the final message (markdown.js), once per frame at most; a code block is
+    // coloured once its closing fence has arrived (colouring the growing one would repaint it every frame).
+    const options = { copyCode: this.callbacks.copy, highlight: "closed" };
+    this.streamBody.replaceChildren(renderText(visible, (index) => this.placeholder(index), options));
     let last = this.streamBody;
     while (last.lastElementChild && !last.lastElementChild.matches(".chat-code-block, .chat-table-wrap, .tool-slot, .chat-tool-placeholder")) {
       last = last.lastElementChild;

@@ -3,8 +3,9 @@
  * answer does not change shape when it completes): marked (GitHub-flavoured markdown, vendored
  * in ./vendor/ with its licence) renders, DOMPurify (vendored too) sanitizes with an allowlist
  * that mirrors the server's (chat/rendering.py): no raw HTML, no images, no styles, no scripts.
- * `[[tool:N]]` markers become whatever `toolSlot(index)` returns; code blocks get a Copy button and, in a
- * final answer, colours (highlight.js, vendored too, loaded the first time a final answer has code).
+ * `[[tool:N]]` markers become whatever `toolSlot(index)` returns; code blocks get a Copy button and colours
+ * (highlight.js, vendored too, loaded the first time an answer has code): in a final answer every block, in the live
+ * stream every block whose closing fence has arrived (the one still growing stays plain until it closes).
  */
 import { Marked } from "./vendor/marked.esm.js";
 import DOMPurify from "./vendor/purify.es.js";
@@ -26,9 +27,20 @@ const LANGUAGE_CLASS = /^language-[A-Za-z0-9_+#.-]{1,40}$/;
 const escapeHtml = (text) =>
   String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 
+// Whether each fenced code block of the text being rendered is closed, in document order (filled by the `code`
+// renderer below, read by renderText; rendering is synchronous, so one list serves every call).
+let fencesClosed = [];
+const CLOSING_FENCE = { "`": /\n {0,3}`{3,}[ \t]*\n*$/, "~": /\n {0,3}~{3,}[ \t]*\n*$/ };
+
 const marked = new Marked({ gfm: true, breaks: false, async: false });
 marked.use({
   renderer: {
+    // Note whether the block is closed (a live stream's last block may still be growing); marked renders it.
+    code(token) {
+      const opener = token.raw.trimStart()[0];
+      fencesClosed.push(token.codeBlockStyle !== "indented" && Boolean(CLOSING_FENCE[opener]?.test(token.raw)));
+      return false;
+    },
     // Raw HTML in model text is shown as text, never parsed (as on the server: markdown-it with html off).
     html({ text }) {
       return escapeHtml(text);
@@ -91,23 +103,45 @@ codePurifier.addHook("uponSanitizeAttribute", (node, data) => {
   if (data.attrName === "class" && !HIGHLIGHT_CLASS.test(data.attrValue)) data.keepAttr = false;
 });
 const CODE_PURIFY_CONFIG = { ALLOWED_TAGS: ["span"], ALLOWED_ATTR: ["class"], RETURN_DOM_FRAGMENT: true };
+// Coloured code by language and text: a live stream re-renders every frame, and a block is coloured once.
+const COLOURED_MAX = 32;
+const coloured = new Map();
 let highlighter = null;
+let hljsLoaded = null; // highlight.js once it has loaded, so later blocks are coloured in the same frame
 
 /** highlight.js, imported once on first use (null if it cannot load: the code then stays plain). */
 function loadHighlighter() {
-  highlighter ??= import("./vendor/highlight.min.js").then((module) => module.default, () => null);
+  highlighter ??= import("./vendor/highlight.min.js").then((module) => (hljsLoaded = module.default), () => null);
   return highlighter;
 }
 
-/** Colour a final answer's code block of a language highlight.js knows; the text itself never changes. */
-async function highlightCode(code, language) {
-  const hljs = await loadHighlighter();
-  const text = code.textContent;
-  if (!hljs || !hljs.getLanguage(language) || text.length > HIGHLIGHT_MAX_CHARS) return;
-  const coloured = codePurifier.sanitize(hljs.highlight(text, { language, ignoreIllegals: true }).value, CODE_PURIFY_CONFIG);
-  if (coloured.textContent !== text || code.textContent !== text) return;
-  code.replaceChildren(coloured);
-  code.classList.add("hljs");
+/** highlight.js's sanitized markup for `text`, or null when it does not know the language or the text is too long. */
+function colouredFragment(hljs, text, language) {
+  if (!hljs.getLanguage(language) || text.length > HIGHLIGHT_MAX_CHARS) return null;
+  const key = `${language}\n${text}`;
+  let fragment = coloured.get(key);
+  if (fragment === undefined) {
+    fragment = codePurifier.sanitize(hljs.highlight(text, { language, ignoreIllegals: true }).value, CODE_PURIFY_CONFIG);
+    if (fragment.textContent !== text) fragment = null;
+    if (coloured.size >= COLOURED_MAX) coloured.delete(coloured.keys().next().value);
+  } else {
+    coloured.delete(key); // most recently used last, so the oldest goes first
+  }
+  coloured.set(key, fragment);
+  return fragment;
+}
+
+/** Colour a code block of a language highlight.js knows (at once if it has loaded); the text itself never changes. */
+function highlightCode(code, language) {
+  const paint = (hljs) => {
+    const text = code.textContent;
+    const fragment = hljs ? colouredFragment(hljs, text, language) : null;
+    if (!fragment || code.classList.contains("hljs")) return;
+    code.replaceChildren(fragment.cloneNode(true));
+    code.classList.add("hljs");
+  };
+  if (hljsLoaded) paint(hljsLoaded);
+  else loadHighlighter().then(paint);
 }
 
 /** Sanitize an HTML string with the tray's one allowlist; returns an inert fragment. */
@@ -124,16 +158,23 @@ export function withoutPartialMarker(text) {
  * Render model text into a fragment of safe DOM nodes.
  * @param {string} text  markdown from the model (untrusted)
  * @param {(index: number) => Node} toolSlot  the card for tool_history[index]
- * @param {{copyCode?: (text: string, button: HTMLElement) => void, highlight?: boolean}} options  highlight: colour
- *   code (a final answer; the live stream is re-rendered every frame and stays plain)
+ * @param {{copyCode?: (text: string, button: HTMLElement) => void, highlight?: boolean | "closed"}} options
+ *   highlight: colour code - true every block (a final answer), "closed" only blocks whose closing fence has arrived
+ *   (the live stream)
  */
 export function renderText(text, toolSlot = null, options = {}) {
-  return renderHtml(marked.parse(String(text || "")), toolSlot, options);
+  fencesClosed = [];
+  const html = marked.parse(String(text || ""));
+  const closed = fencesClosed;
+  fencesClosed = [];
+  const highlight = options.highlight === "closed" ? (index) => closed[index] === true : Boolean(options.highlight);
+  return renderHtml(html, toolSlot, { ...options, highlight });
 }
 
 /**
  * Render HTML (marked's, or the server's message_html: untrusted either way) through the same
  * sanitizer, then the same finishing: tool cards in their slots, code blocks with Copy, tables that scroll.
+ * `highlight` is a boolean for every block, or a function of a block's index (renderText's "closed").
  */
 export function renderHtml(html, toolSlot = null, { copyCode = null, highlight = false } = {}) {
   const fragment = sanitizeMarkdownHtml(typeof html === "string" ? html : "");
@@ -145,7 +186,8 @@ export function renderHtml(html, toolSlot = null, { copyCode = null, highlight =
     else if (card) slot.replaceWith(card);
     else slot.remove();
   }
-  for (const pre of fragment.querySelectorAll("pre")) decorateCode(pre, copyCode, highlight);
+  const colour = typeof highlight === "function" ? highlight : () => highlight === true;
+  [...fragment.querySelectorAll("pre")].forEach((pre, index) => decorateCode(pre, copyCode, colour(index)));
   for (const table of fragment.querySelectorAll("table")) {
     // wide tables scroll inside the bubble instead of widening the tray
     const wrap = h("div", { class: "chat-table-wrap", tabindex: "0", role: "region", "aria-label": gettext("Table") });
@@ -155,7 +197,7 @@ export function renderHtml(html, toolSlot = null, { copyCode = null, highlight =
   return fragment;
 }
 
-/** A code block with its language and a Copy button; coloured when `highlight` and its language is known. */
+/** A code block with its language and a Copy button; coloured when `highlight` and highlight.js knows its language. */
 function decorateCode(pre, copyCode, highlight) {
   pre.classList.add("chat-code");
   const code = pre.querySelector("code");
