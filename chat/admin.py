@@ -139,6 +139,13 @@ def _transcript_flags(message: Message) -> str:
     return "".join(f" · {flag}" for flag in flags)
 
 
+def _message_count(obj: Conversation) -> int:
+    """How many messages the conversation has, counted once per page however many fields show it."""
+    if not hasattr(obj, "_pagechat_message_count"):
+        obj._pagechat_message_count = obj.messages.count()  # type: ignore[attr-defined]
+    return int(obj._pagechat_message_count)  # type: ignore[attr-defined]
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["id", "title", "owner", "page", "tokens", "cost", "updated_at"]
@@ -164,7 +171,7 @@ class ConversationAdmin(admin.ModelAdmin):
             return "—"
         messages_url = reverse("admin:pagechat_message_changelist") + f"?conversation__id__exact={obj.pk}"
         runs_url = reverse("admin:pagechat_run_changelist") + f"?conversation__id__exact={obj.pk}"
-        n_messages, n_runs = obj.messages.count(), obj.runs.count()
+        n_messages, n_runs = _message_count(obj), obj.runs.count()
         return format_html(
             '<a href="{}">{}</a> · <a href="{}">{}</a>{}', messages_url,
             ngettext("%(count)d message", "%(count)d messages", n_messages) % {"count": n_messages}, runs_url,
@@ -184,7 +191,8 @@ class ConversationAdmin(admin.ModelAdmin):
              # answers: render_markdown's sanitised HTML; questions: escaped, in paragraphs
              mark_safe(render_markdown(m.content) if m.role == Message.Role.ASSISTANT else linebreaks(m.content, autoescape=True)))
             for m in latest))
-        earlier = obj.messages.count() - len(latest)
+        # fewer than a full page: nothing earlier (no second count of a long conversation's messages)
+        earlier = _message_count(obj) - len(latest) if len(latest) == TRANSCRIPT_MESSAGES else 0
         note = format_html("<p>{}</p>", ngettext("%(n)s earlier message: see all messages (above) or the export.",
                                                   "%(n)s earlier messages: see all messages (above) or the export.", earlier) % {"n": earlier})
         return format_html("<div class=\"pagechat-transcript\">{}{}</div>", note if earlier else "", rows)

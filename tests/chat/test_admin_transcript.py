@@ -4,7 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from chat.admin import INLINE_ROWS, TRANSCRIPT_MESSAGES
 from chat.models import Conversation, Message, Run
@@ -34,9 +36,13 @@ def test_the_transcript_shows_the_conversation_safely_with_what_staff_should_kno
 def test_a_long_conversation_shows_its_latest_messages(admin_client: Client, user: Any) -> None:
     conv = Conversation.objects.create(owner=user, title="Long")
     Message.objects.bulk_create(Message(conversation=conv, role="user", content=f"message number {i}.") for i in range(TRANSCRIPT_MESSAGES + 5))
-    body = admin_client.get(f"/admin/pagechat/conversation/{conv.pk}/change/").content.decode()
+    with CaptureQueriesContext(connection) as queries:
+        body = admin_client.get(f"/admin/pagechat/conversation/{conv.pk}/change/").content.decode()
     transcript = body[body.index('<div class="pagechat-transcript">'):]
     assert "5 earlier messages" in transcript
+    # the page says how many messages there are twice (records, transcript) and counts them once
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper() and '"pagechat_message"' in q["sql"]]
+    assert len(counts) == 1, counts
     assert "message number 4." not in transcript.split("</fieldset>")[0] and f"message number {TRANSCRIPT_MESSAGES + 4}." in transcript
 
 
