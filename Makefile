@@ -61,7 +61,7 @@ lint: $(STAMP) messages
 	$(PY) -m tests.bench.report --check
 	$(PY) -m tests.catalogs --check
 
-# Refresh the tray's vendored markdown renderer, sanitizer and code highlighter from the pinned npm packages (not run by make test).
+# Refresh the tray's vendored markdown renderer, sanitizer, code highlighter and math typesetter from the pinned npm packages (not run by make test).
 vendor: $(NODE_STAMP)
 	sed '/sourceMappingURL=/d' node_modules/marked/lib/marked.esm.js > chat/static/chat/vendor/marked.esm.js
 	sed '/sourceMappingURL=/d' node_modules/dompurify/dist/purify.es.mjs > chat/static/chat/vendor/purify.es.js
@@ -69,6 +69,8 @@ vendor: $(NODE_STAMP)
 	cp node_modules/dompurify/LICENSE chat/static/chat/vendor/dompurify.LICENSE
 	cp node_modules/@highlightjs/cdn-assets/es/highlight.min.js chat/static/chat/vendor/highlight.min.js
 	cp node_modules/@highlightjs/cdn-assets/LICENSE chat/static/chat/vendor/highlight.LICENSE
+	cp node_modules/katex/dist/katex.min.js chat/static/chat/vendor/katex.min.js
+	cp node_modules/katex/LICENSE chat/static/chat/vendor/katex.LICENSE
 
 test: $(STAMP) $(NODE_STAMP) chromium lint
 	node --test tests/js/

@@ -1,6 +1,9 @@
 """Model text -> safe HTML: markdown-it (raw HTML off) then nh3 with an explicit allowlist.
 
-`[[tool:N]]` becomes `<div class="tool-slot" data-tool-index="N"></div>` for the tray to fill.
+`[[tool:N]]` becomes `<div class="tool-slot" data-tool-index="N"></div>` for the tray to fill. Math - `$...$` and
+`\\(...\\)` inline, `$$...$$` and `\\[...\\]` displayed - becomes its TeX as text in
+`<span class="math-inline">`, `<span class="math-display">` or `<div class="math-display">`, for a client to typeset
+(the tray does, with KaTeX) or show as it is.
 Images are never rendered (a remote image leaks the reader's IP and page to whoever hosts it).
 """
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 import nh3
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
+from markdown_it.rules_block import StateBlock
 from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
@@ -21,13 +25,14 @@ _TOOL_PREFIX = "[[tool:"
 
 ALLOWED_TAGS = frozenset({
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "s", "del", "code", "pre",
-    "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "div",
+    "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "div", "span",
 })
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
     "ol": {"start"},
     "code": {"class"},
     "div": {"class", "data-tool-index"},
+    "span": {"class"},
     "th": {"style"},
     "td": {"style"},
 }
@@ -41,7 +46,9 @@ def _attribute_filter(tag: str, attr: str, value: str) -> str | None:
     if attr == "class":
         if tag == "code" and _LANGUAGE_CLASS.fullmatch(value):
             return value
-        if tag == "div" and value == "tool-slot":
+        if tag == "div" and value in ("tool-slot", "math-display"):
+            return value
+        if tag == "span" and value in ("math-inline", "math-display"):
             return value
         return None
     if attr == "data-tool-index":
@@ -64,6 +71,66 @@ def _tool_slot_inline(state: StateInline, silent: bool) -> bool:
         token.meta = {"index": int(match.group(1))}
     state.pos = match.end()
     return True
+
+
+# Math as models write it: $$...$$ and \[...\] displayed, $...$ and \(...\) inline. A single $ opens only before a
+# non-space and closes only after one, not before a digit, so "$5 and $10" stays money (as in Pandoc and the tray).
+INLINE_MATH_RE = re.compile(r"\$\$(?!\$)([^$]+?)\$\$|\\\[([\s\S]+?)\\\]|\$(?![\s$])((?:\\.|[^\\$\n])+?)(?<!\s)\$(?!\d)|\\\(([\s\S]+?)\\\)")
+_MATH_FENCES = (("$$", "$$"), ("\\[", "\\]"))
+
+
+def _math_inline(state: StateInline, silent: bool) -> bool:
+    """Inline rule: math -> a math_inline token holding its TeX (before `escape`, which would take `\\(`)."""
+    if state.src[state.pos] not in "$\\":
+        return False
+    match = INLINE_MATH_RE.match(state.src, state.pos)
+    if match is None:
+        return False
+    display = match.group(1) is not None or match.group(2) is not None
+    tex = next(g for g in match.groups() if g is not None).strip()
+    if not tex:
+        return False
+    if not silent:
+        token = state.push("math_inline", "span", 0)
+        token.content = tex
+        token.meta = {"display": display}
+    state.pos = match.end()
+    return True
+
+
+def _math_block(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    """Block rule: a line opening with $$ or \\[ through the line that ends with its closing -> a math_block token."""
+    if state.sCount[start_line] - state.blkIndent >= 4:
+        return False
+    first = state.src[state.bMarks[start_line] + state.tShift[start_line]:state.eMarks[start_line]]
+    fence = next((f for f in _MATH_FENCES if first.startswith(f[0])), None)
+    if fence is None:
+        return False
+    lines, line = [first[len(fence[0]):]], start_line
+    while not lines[-1].rstrip().endswith(fence[1]) or (line == start_line and not lines[-1].rstrip()):
+        line += 1
+        if line >= end_line:
+            return False
+        lines.append(state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]])
+    tex = "\n".join(lines).rstrip()[:-len(fence[1])].strip()
+    if not tex:
+        return False
+    if not silent:
+        token = state.push("math_block", "div", 0)
+        token.content = tex
+        token.map = [start_line, line + 1]
+    state.line = line + 1
+    return True
+
+
+def _render_math_inline(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+    token = tokens[idx]
+    kind = "math-display" if token.meta.get("display") else "math-inline"
+    return f'<span class="{kind}">{escapeHtml(token.content)}</span>'
+
+
+def _render_math_block(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+    return f'<div class="math-display">{escapeHtml(tokens[idx].content)}</div>\n'
 
 
 def _hoist_tool_slots(state: StateCore) -> None:
@@ -142,8 +209,12 @@ def _build_markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.inline.ruler.before("link", "tool_slot", _tool_slot_inline)
+    md.inline.ruler.before("escape", "math_inline", _math_inline)
+    md.block.ruler.before("fence", "math_block", _math_block, {"alt": ["paragraph", "reference", "blockquote", "list"]})
     md.core.ruler.after("inline", "tool_slot_hoist", _hoist_tool_slots)
     md.add_render_rule("tool_slot", _render_tool_slot)
+    md.add_render_rule("math_inline", _render_math_inline)
+    md.add_render_rule("math_block", _render_math_block)
     md.add_render_rule("image", _render_image_as_alt)
     return md
 

@@ -156,6 +156,32 @@ def test_markdown_features_survive() -> None:
     assert 'style="text-align:right"' in html
 
 
+# ---- math ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "html"), [
+    ("The area is $\\pi r^2$.", '<p>The area is <span class="math-inline">\\pi r^2</span>.</p>\n'),
+    ("It costs $5 and $10, or $ 3 $.", "<p>It costs $5 and $10, or $ 3 $.</p>\n"),  # money stays money
+    ("inline \\(a+b\\) and \\[c^2\\] here", '<p>inline <span class="math-inline">a+b</span> and <span class="math-display">c^2</span> here</p>\n'),
+    ("so $$e^{i\\pi}+1=0$$ holds", '<p>so <span class="math-display">e^{i\\pi}+1=0</span> holds</p>\n'),
+    ("$$\n\\int_0^1 x\\,dx = \\frac12\n$$\n\nafter", '<div class="math-display">\\int_0^1 x\\,dx = \\frac12</div>\n<p>after</p>\n'),
+    ("Text\n\\[x^2\\]\nmore", '<p>Text</p>\n<div class="math-display">x^2</div>\n<p>more</p>\n'),
+    ("> $$\n> a<b\n> $$", '<blockquote>\n<div class="math-display">a&lt;b</div>\n</blockquote>\n'),
+    ("`$x$` and \\$5", "<p><code>$x$</code> and $5</p>\n"),
+    ("$$ $$\n\n$$\nnever closed", "<p>$$ $$</p>\n<p>$$\nnever closed</p>\n"),  # empty or unclosed: text
+])
+def test_math_is_marked_for_typesetting_as_escaped_tex(text: str, html: str) -> None:
+    """$...$, \\(...\\), $$...$$ and \\[...\\] become their TeX as text in a span or div a client typesets."""
+    assert render_markdown(text) == html
+
+
+def test_math_cannot_carry_markup() -> None:
+    html = render_markdown('$<img src=x onerror=alert(1)>$ and $$</span><script>x</script>$$')
+    assert_safe(html)
+    assert {t for t, _ in elements(html)} == {"p", "span"}
+    assert sanitize_html('<span class="math-inline evil" onclick="x">t</span><span class="other">u</span>') == "<span>t</span><span>u</span>"
+
+
 def test_empty_text() -> None:
     assert render_markdown("") == ""
 

@@ -1322,6 +1322,44 @@ def test_code_is_coloured_as_it_streams_once_its_fence_closes(page: Page, server
     assert_clean(page)
 
 
+MATH_TEXT = ("The area is $\\pi r^2$, it costs $5 and $10, and \\(a+b\\) is inline.\n\n$$\n\\int_0^1 x\\,dx = \\frac{1}{2}\n$$\n\n"
+             "Not a link: $\\href{javascript:alert(1)}{click}$ and $\\url{https://evil.example}$.")
+
+
+def test_math_is_typeset_while_streaming_and_in_the_final_answer(page: Page, server: FakeProtocolServer) -> None:
+    """$...$, \\(...\\) and $$...$$ are typeset (KaTeX's MathML) as they stream and in the server's final HTML; money
+    stays text; TeX cannot make a link; the TeX itself is kept in MathML's annotation, which is not shown."""
+    from chat.rendering import render_markdown
+
+    async def script(run: FakeRun, frame: dict[str, Any]) -> None:
+        await run.stream_text(MATH_TEXT.split("Not a link")[0])
+        await run.gate("streamed")
+        await run.stream_text("Not a link" + MATH_TEXT.split("Not a link")[1])
+        run.complete(message_html=render_markdown(MATH_TEXT))
+
+    server.script = script
+    open_tray(page, server)
+    send(page, "the area of a circle")
+    stream = page.locator(".chat-bubble--streaming")
+    expect(stream.locator(".math-display math")).to_have_count(1)
+    expect(stream.locator(".math-inline math")).to_have_count(2)
+    expect(stream).to_contain_text("it costs $5 and $10")
+    server.open_gate("streamed")
+    expect(page.locator(".chat-bubble--streaming")).to_have_count(0)
+    final = final_messages(page).last
+    bubble = final.locator(".chat-bubble")
+    expect(bubble.locator(".math-inline math")).to_have_count(4)  # \href and \url as text, not links
+    expect(bubble.locator(".math-display math")).to_have_attribute("display", "block")
+    expect(bubble).to_contain_text("it costs $5 and $10")
+    expect(bubble.locator("annotation").first).to_have_text("\\pi r^2")
+    expect(bubble.locator("annotation").first).to_be_hidden()
+    assert "\\frac" not in bubble.inner_text()  # typeset, not shown as TeX
+    assert bubble.locator("a").count() == 0 and bubble.locator("[href]").count() == 0 and bubble.locator("[style]").count() == 0
+    assert bubble.locator("math *").evaluate_all("nodes => nodes.every(n => n.namespaceURI === 'http://www.w3.org/1998/Math/MathML')")
+    shot(page, "math")
+    assert_clean(page)
+
+
 def test_narrow_screen_is_full_width(browser: Browser, server: FakeProtocolServer) -> None:
     server.script = proposal_turn
     context = browser.new_context(viewport={"width": 390, "height": 760})

@@ -5,7 +5,9 @@
  * that mirrors the server's (chat/rendering.py): no raw HTML, no images, no styles, no scripts.
  * `[[tool:N]]` markers become whatever `toolSlot(index)` returns; code blocks get a Copy button and colours
  * (highlight.js, vendored too, loaded the first time an answer has code): in a final answer every block, in the live
- * stream every block whose closing fence has arrived (the one still growing stays plain until it closes).
+ * stream every block whose closing fence has arrived (the one still growing stays plain until it closes). Math
+ * ($...$, \(...\), $$...$$, \[...\], as chat/rendering.py marks it) is typeset by KaTeX (vendored, loaded the
+ * first time an answer has math) as MathML, which the browser lays out without fonts or styles of ours.
  */
 import { Marked } from "./vendor/marked.esm.js";
 import DOMPurify from "./vendor/purify.es.js";
@@ -31,6 +33,27 @@ const escapeHtml = (text) =>
 // renderer below, read by renderText; rendering is synchronous, so one list serves every call).
 let fencesClosed = [];
 const CLOSING_FENCE = { "`": /\n {0,3}`{3,}[ \t]*\n*$/, "~": /\n {0,3}~{3,}[ \t]*\n*$/ };
+
+// Math as models write it (the same rules as chat/rendering.py): $$...$$ and \[...\] displayed, $...$ and \(...\)
+// inline; a single $ opens only before a non-space and closes only after one, not before a digit ("$5 and $10").
+const INLINE_MATH = /^(?:\$\$(?!\$)([^$]+?)\$\$|\\\[([\s\S]+?)\\\]|\$(?![\s$])((?:\\.|[^\\$\n])+?)(?<!\s)\$(?!\d)|\\\(([\s\S]+?)\\\))/;
+const BLOCK_MATH = /^ {0,3}(?:\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\])[ \t]*(?:\n+|$)/;
+
+/** Where the next line opening with $$ or \[ starts (marked ends a paragraph there), or undefined. */
+function mathBlockStart(src) {
+  // indexOf, not a multiline regex: marked asks once per paragraph, and the regex doubled a long answer's parse time
+  let found;
+  for (const open of ["$$", "\\["]) {
+    for (let i = src.indexOf(open); i >= 0 && (found === undefined || i < found); i = src.indexOf(open, i + 1)) {
+      const line = src.lastIndexOf("\n", i - 1) + 1;
+      if (i - line <= 3 && src.slice(line, i).trim() === "") {
+        found = line;
+        break;
+      }
+    }
+  }
+  return found;
+}
 
 const marked = new Marked({ gfm: true, breaks: false, async: false });
 marked.use({
@@ -65,6 +88,32 @@ marked.use({
       },
       renderer: (token) => `<span class="tool-slot" data-tool-index="${token.index}"></span>`,
     },
+    {
+      name: "mathBlock",
+      level: "block",
+      start: mathBlockStart,
+      tokenizer(src) {
+        const match = BLOCK_MATH.exec(src);
+        const tex = match ? (match[1] ?? match[2]).trim() : "";
+        return tex ? { type: "mathBlock", raw: match[0], tex } : undefined;
+      },
+      renderer: (token) => `<div class="math-display">${escapeHtml(token.tex)}</div>\n`,
+    },
+    {
+      name: "math",
+      level: "inline",
+      start: (src) => {
+        const index = src.search(/\$|\\[([]/);
+        return index < 0 ? undefined : index;
+      },
+      tokenizer(src) {
+        const match = INLINE_MATH.exec(src);
+        const tex = match ? (match[1] ?? match[2] ?? match[3] ?? match[4]).trim() : "";
+        if (!tex) return undefined;
+        return { type: "math", raw: match[0], tex, display: match[1] !== undefined || match[2] !== undefined };
+      },
+      renderer: (token) => `<span class="${token.display ? "math-display" : "math-inline"}">${escapeHtml(token.tex)}</span>`,
+    },
   ],
 });
 
@@ -74,7 +123,8 @@ purifier.addHook("uponSanitizeAttribute", (node, data) => {
   if (data.attrName === "class") {
     const ok =
       (node.nodeName === "CODE" && LANGUAGE_CLASS.test(data.attrValue)) ||
-      ((node.nodeName === "SPAN" || node.nodeName === "DIV") && data.attrValue === "tool-slot");
+      ((node.nodeName === "SPAN" || node.nodeName === "DIV") && (data.attrValue === "tool-slot" || data.attrValue === "math-display")) ||
+      (node.nodeName === "SPAN" && data.attrValue === "math-inline");
     if (!ok) data.keepAttr = false;
   }
   if (data.attrName.startsWith("data-") && !(data.attrName === "data-tool-index" && /^\d{1,6}$/.test(data.attrValue))) data.keepAttr = false;
@@ -103,11 +153,25 @@ codePurifier.addHook("uponSanitizeAttribute", (node, data) => {
   if (data.attrName === "class" && !HIGHLIGHT_CLASS.test(data.attrValue)) data.keepAttr = false;
 });
 const CODE_PURIFY_CONFIG = { ALLOWED_TAGS: ["span"], ALLOWED_ATTR: ["class"], RETURN_DOM_FRAGMENT: true };
-// Coloured code by language and text: a live stream re-renders every frame, and a block is coloured once.
-const COLOURED_MAX = 32;
+// Coloured code by language and text, typeset math by TeX: a live stream re-renders every frame, and each is made once.
+const MADE_MAX = 32;
 const coloured = new Map();
+const typeset = new Map();
 let highlighter = null;
 let hljsLoaded = null; // highlight.js once it has loaded, so later blocks are coloured in the same frame
+
+/** `cache`'s value for `key`, made by `make()` the first time; the least recently used goes beyond MADE_MAX. */
+function remembered(cache, key, make) {
+  let value = cache.get(key);
+  if (value === undefined) {
+    value = make();
+    if (cache.size >= MADE_MAX) cache.delete(cache.keys().next().value);
+  } else {
+    cache.delete(key); // most recently used last, so the oldest goes first
+  }
+  cache.set(key, value);
+  return value;
+}
 
 /** highlight.js, imported once on first use (null if it cannot load: the code then stays plain). */
 function loadHighlighter() {
@@ -118,17 +182,10 @@ function loadHighlighter() {
 /** highlight.js's sanitized markup for `text`, or null when it does not know the language or the text is too long. */
 function colouredFragment(hljs, text, language) {
   if (!hljs.getLanguage(language) || text.length > HIGHLIGHT_MAX_CHARS) return null;
-  const key = `${language}\n${text}`;
-  let fragment = coloured.get(key);
-  if (fragment === undefined) {
-    fragment = codePurifier.sanitize(hljs.highlight(text, { language, ignoreIllegals: true }).value, CODE_PURIFY_CONFIG);
-    if (fragment.textContent !== text) fragment = null;
-    if (coloured.size >= COLOURED_MAX) coloured.delete(coloured.keys().next().value);
-  } else {
-    coloured.delete(key); // most recently used last, so the oldest goes first
-  }
-  coloured.set(key, fragment);
-  return fragment;
+  return remembered(coloured, `${language}\n${text}`, () => {
+    const fragment = codePurifier.sanitize(hljs.highlight(text, { language, ignoreIllegals: true }).value, CODE_PURIFY_CONFIG);
+    return fragment.textContent === text ? fragment : null;
+  });
 }
 
 /** Colour a code block of a language highlight.js knows (at once if it has loaded); the text itself never changes. */
@@ -142,6 +199,47 @@ function highlightCode(code, language) {
   };
   if (hljsLoaded) paint(hljsLoaded);
   else loadHighlighter().then(paint);
+}
+
+// Math: KaTeX (with `trust` off: no links, classes or styles from TeX) writes MathML only, which goes through a
+// sanitizer of its own (DOMPurify's MathML profile; the TeX stays in its <annotation>, which the browser does not show).
+const MATH_MAX_CHARS = 2_000; // longer TeX stays text
+const mathPurifier = DOMPurify(window);
+const MATH_PURIFY_CONFIG = {
+  USE_PROFILES: { mathMl: true },
+  ADD_TAGS: ["semantics", "annotation"],
+  FORBID_ATTR: ["href", "style", "id", "mathbackground"],
+  RETURN_DOM_FRAGMENT: true,
+};
+let typesetter = null;
+let katexLoaded = null;
+
+/** KaTeX, imported once on first use (its bundle defines `katex` on the window; null if it cannot load). */
+function loadTypesetter() {
+  typesetter ??= import("./vendor/katex.min.js").then(() => (katexLoaded = globalThis.katex ?? null), () => null);
+  return typesetter;
+}
+
+/** The sanitized MathML for `tex`, or null when KaTeX cannot read it (the TeX then stays as it is). */
+function mathFragment(katex, tex, display) {
+  if (tex.length > MATH_MAX_CHARS) return null;
+  return remembered(typeset, `${display ? "display" : "inline"}\n${tex}`, () => {
+    const html = katex.renderToString(tex, { displayMode: display, output: "mathml", throwOnError: false, trust: false, strict: "ignore" });
+    if (html.includes("katex-error")) return null;
+    const fragment = mathPurifier.sanitize(html, MATH_PURIFY_CONFIG);
+    return fragment.querySelector("math") ? fragment : null;
+  });
+}
+
+/** Typeset one math element (at once if KaTeX has loaded); its TeX stays its text until then, or if KaTeX cannot. */
+function typesetMath(el) {
+  const paint = (katex) => {
+    const fragment = katex ? mathFragment(katex, el.textContent, el.classList.contains("math-display")) : null;
+    if (!fragment || el.querySelector("math")) return;
+    el.replaceChildren(fragment.cloneNode(true));
+  };
+  if (katexLoaded) paint(katexLoaded);
+  else loadTypesetter().then(paint);
 }
 
 /** Sanitize an HTML string with the tray's one allowlist; returns an inert fragment. */
@@ -188,6 +286,7 @@ export function renderHtml(html, toolSlot = null, { copyCode = null, highlight =
   }
   const colour = typeof highlight === "function" ? highlight : () => highlight === true;
   [...fragment.querySelectorAll("pre")].forEach((pre, index) => decorateCode(pre, copyCode, colour(index)));
+  for (const math of fragment.querySelectorAll(".math-inline, .math-display")) typesetMath(math);
   for (const table of fragment.querySelectorAll("table")) {
     // wide tables scroll inside the bubble instead of widening the tray
     const wrap = h("div", { class: "chat-table-wrap", tabindex: "0", role: "region", "aria-label": gettext("Table") });
