@@ -1,17 +1,24 @@
 """`{% chat_tray page="reports" context=some_dict %}`: the tray's mount point, config and assets."""
 from __future__ import annotations
 
+import functools
+import posixpath
+import re
 from typing import Any
+from urllib.parse import urljoin
 
 from django import template
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
+from django.contrib.staticfiles import finders
+from django.contrib.staticfiles.storage import staticfiles_storage
 from django.http import HttpRequest
 from django.middleware.csp import get_nonce
 from django.middleware.csrf import get_token
 from django.template.base import FilterExpression, Parser, Token, token_kwargs
 from django.template.context import Context
+from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.module_loading import import_string
@@ -26,6 +33,40 @@ from pages.registry import registry as page_registry
 register = template.Library()
 
 TRAY_TEMPLATE = "chat/tray.html"
+TRAY_MODULE = "chat/tray.js"
+# A static import or re-export at the start of a line: `import "./x.js"`, `import {a,\n b} from "../y.js"`,
+# `export {c} from "./z.js"` (never a dynamic import(), which loads later and only when needed).
+_STATIC_IMPORT = re.compile(r"""^(?:import\s*|(?:import|export)\s[^;'"]*?\sfrom\s*)["'](\.{1,2}/[^"']+)["']""", re.M)
+
+
+@functools.cache
+def tray_modules() -> tuple[str, ...]:
+    """The static paths of every module tray.js imports, directly or through others, in the order they are found."""
+    found: list[str] = []
+    queue = [TRAY_MODULE]
+    while queue:
+        path = queue.pop(0)
+        source = finders.find(path)
+        if not isinstance(source, str):
+            continue
+        with open(source, encoding="utf-8") as f:
+            text = f.read()
+        for relative in _STATIC_IMPORT.findall(text):
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(path), relative))
+            if target not in found and target != TRAY_MODULE:
+                found.append(target)
+                queue.append(target)
+    return tuple(found)
+
+
+def tray_preloads() -> list[str]:
+    """The URLs the browser will request for the tray's modules, for `<link rel="modulepreload">`: without them it
+    learns of each level of imports only after the one before has arrived, a network round trip per level."""
+    if getattr(staticfiles_storage, "support_js_module_import_aggregation", False):
+        return [static(path) for path in tray_modules()]  # the manifest rewrites the imports to its hashed names
+    # Otherwise the imports stay as written, relative to tray.js's own URL (a hashed tray.js included).
+    entry = static(TRAY_MODULE)
+    return [urljoin(entry, posixpath.relpath(path, posixpath.dirname(TRAY_MODULE))) for path in tray_modules()]
 
 
 def provider_is_offline() -> bool:
@@ -92,7 +133,8 @@ class ChatTrayNode(template.Node):
         assert context.template is not None  # rendering binds it
         tray = context.template.engine.get_template(TRAY_TEMPLATE)
         return tray.render(
-            context.new({"config": tray_config(request, user, page, page_context), "csp_nonce": csp_nonce(context, request)})
+            context.new({"config": tray_config(request, user, page, page_context), "csp_nonce": csp_nonce(context, request),
+                         "module_preloads": tray_preloads()})
         )
 
 

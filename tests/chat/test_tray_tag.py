@@ -70,3 +70,44 @@ def test_the_nonce_in_the_tag_is_the_one_in_the_response_header(rf: RequestFacto
     assert match
     nonce = match.group(1)
     assert f"'nonce-{nonce}'" in response.headers["Content-Security-Policy"]
+
+
+def test_the_tag_preloads_every_module_tray_js_imports_with_the_nonce(rf: RequestFactory) -> None:
+    """Without preloads the browser learns of each level of imports a round trip after the one before."""
+    from chat.templatetags.chat_tags import tray_modules
+
+    modules = tray_modules()
+    assert {"chat/controller.js", "chat/markdown.js", "chat/vendor/marked.esm.js", "chat/vendor/purify.es.js"} <= set(modules)
+    assert not {"chat/tray.js", "chat/vendor/highlight.min.js", "chat/vendor/katex.min.js"} & set(modules)  # loaded on first use
+    request = _request(rf, csp=True)
+    html = TAG.render(RequestContext(request, {}))
+    preloads = re.findall(r'<link rel="modulepreload" href="([^"]+)" nonce="([^"]+)">', html)
+    assert [href for href, _ in preloads] == [f"/static/{m}" for m in modules]
+    assert {nonce for _, nonce in preloads} == {str(request._csp_nonce)}
+    assert html.index("modulepreload") < html.index('<script type="module"')
+
+
+def test_preloads_follow_a_hashed_entry_modules_own_imports(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a manifest storage that leaves imports as written, tray.js's hashed URL imports unhashed neighbours."""
+    from chat.templatetags import chat_tags
+
+    monkeypatch.setattr(chat_tags, "static", lambda path: "https://cdn.example/s/chat/tray.0123abcd.js")
+    assert chat_tags.tray_preloads()[:2] == ["https://cdn.example/s/chat/pagechat.js", "https://cdn.example/s/chat/payloads.js"]
+    assert "https://cdn.example/s/chat/vendor/marked.esm.js" in chat_tags.tray_preloads()
+
+
+def test_only_static_imports_at_the_start_of_a_line_count() -> None:
+    from chat.templatetags.chat_tags import _STATIC_IMPORT
+
+    source = """/**
+ *   import { registerPayloadRenderer } from "../chat/pagechat.js";  (a doc comment)
+ */
+import "./a.js";
+import { one,
+  two } from "./b.js";
+import * as three from '../c/d.js';
+export { four } from "./e.js";
+const later = () => import("./lazy.js");
+import { x } from "https://elsewhere.example/f.js";
+"""
+    assert _STATIC_IMPORT.findall(source) == ["./a.js", "./b.js", "../c/d.js", "./e.js"]

@@ -714,6 +714,21 @@ def test_keyboard_offline_note_and_escape(open_page: Callable[..., Page], site_s
     assert_clean(page)
 
 
+def test_the_page_preloads_exactly_the_modules_the_tray_loads(open_page: Callable[..., Page], site_server: LiveServer) -> None:
+    """Every module the tray imports at start is announced by a modulepreload link (one round trip for all, not one
+    per level of imports), each is fetched once, and nothing is preloaded that the tray does not load."""
+    page = open_page(site_server, "/reports/", goto=False)
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url) if "/static/chat/" in r.url and r.url.endswith(".js") else None)
+    page.goto(site_server.url + "/reports/")
+    expect(page.locator("#chat-tray .chat-launcher")).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    preloaded = page.locator('link[rel="modulepreload"]').evaluate_all("links => links.map(l => l.href)")
+    assert sorted(fetched) == sorted({*fetched}), fetched  # none twice
+    assert sorted(fetched) == sorted([*preloaded, site_server.url + "/static/chat/tray.js"])
+    assert_clean(page)
+
+
 def test_narrow_screen(open_page: Callable[..., Page], site_server: LiveServer) -> None:
     page = open_page(site_server, "/reports/", viewport=NARROW)
     open_tray(page)
