@@ -176,12 +176,15 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
 if DEBUG:  # in development static files come from the finders; STATIC_ROOT exists only after collectstatic
     warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
-# Gzip copies made by collectstatic; no manifest, so unhashed URLs (the tray's ES module imports) keep working.
 # Uploaded chat attachments (served only through the chat API, never from MEDIA_URL: no URL maps this folder).
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "var" / "media")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "servestatic.storage.CompressedStaticFilesStorage"},
+    # In production collectstatic writes hashed names (served with long caching) and gzip copies, and rewrites the ES
+    # module imports to the hashed names (chat/staticfiles.py). Development and the tests run no collectstatic (and
+    # Django's test runner turns DEBUG off, so a manifest would be looked up): the plain names there.
+    "staticfiles": {"BACKEND": "servestatic.storage.CompressedStaticFilesStorage" if DEBUG
+                    else "chat.staticfiles.ModuleManifestStaticFilesStorage"},
 }
 
 # Logs: one JSON object a line (LOG_FORMAT=json, the default with DEBUG off) or plain text; every line a turn
