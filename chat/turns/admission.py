@@ -116,18 +116,41 @@ def turn_started_by_client_id(*, user: User, client_message_id: str | None, conv
     """The run an earlier send with this client_message_id started, or None (within the thread, for a named thread)."""
     if client_message_id is None:
         return None
-    qs = Message.objects.filter(client_message_id=client_message_id, conversation__owner=user, role=Message.Role.USER)
+    alias = router.db_for_read(Message)
+    params: list[Any] = [client_message_id, user.pk, Message.Role.USER.value]
     if conversation_id is not None:
-        qs = qs.filter(conversation_id=conversation_id)
+        params.append(conversation_id)
     if thread_id is not None:
-        qs = qs.filter(conversation__thread_id=thread_id)
-    msg = qs.order_by("-id").first()
-    if msg is None:
+        params.append(thread_id)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_resend_sql(alias, conversation_id is not None, thread_id is not None), params)
+        row = cursor.fetchone()
+    if row is None:
         return None
-    run = Run.objects.filter(user_message=msg).order_by("-created_at").first()
-    if run is None:
+    _message_id, found_conversation_id, run_id = row
+    if run_id is None:
         raise NotFound("message has no run")
-    return TurnStarted(run_id=str(run.pk), conversation_id=msg.conversation_id, created=False)
+    return TurnStarted(run_id=str(Run._meta.pk.to_python(run_id)), conversation_id=int(found_conversation_id), created=False)
+
+
+@cache
+def _resend_sql(alias: str, in_conversation: bool, in_thread: bool) -> str:
+    """turn_started_by_client_id's one statement, written once per database: every new conversation's first message
+    asks it (a resend can only be found by its id there), and the ORM built two queries for it."""
+    q = connections[alias].ops.quote_name
+    m, c, r = Message._meta, Conversation._meta, Run._meta
+
+    def col(meta: Any, name: str) -> str:
+        return q(str(meta.get_field(name).column))
+
+    latest_run = (f"SELECT r.{col(r, 'id')} FROM {q(r.db_table)} r WHERE r.{col(r, 'user_message')} = m.{col(m, 'id')} "
+                  f"ORDER BY r.{col(r, 'created_at')} DESC LIMIT 1")
+    return (f"SELECT m.{col(m, 'id')}, m.{col(m, 'conversation')}, ({latest_run}) FROM {q(m.db_table)} m "
+            f"INNER JOIN {q(c.db_table)} c ON m.{col(m, 'conversation')} = c.{col(c, 'id')} "
+            f"WHERE m.{col(m, 'client_message_id')} = %s AND c.{col(c, 'owner')} = %s AND m.{col(m, 'role')} = %s"
+            + (f" AND m.{col(m, 'conversation')} = %s" if in_conversation else "")
+            + (f" AND c.{col(c, 'thread_id')} = %s" if in_thread else "")
+            + f" ORDER BY m.{col(m, 'id')} DESC LIMIT 1")
 
 
 async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str, Any] | None = None,

@@ -5,10 +5,11 @@ from typing import Any
 
 import pytest
 
+from chat.errors import NotFound
 from chat.events import ChatSend
 from chat.models import Conversation, Message, Run
-from chat.turns.admission import _regenerate_db, _turn_start_db
-from chat.turns.clients import NO_EXTRAS
+from chat.turns.admission import _regenerate_db, _turn_start_db, turn_started_by_client_id
+from chat.turns.clients import NO_EXTRAS, TurnExtras
 
 pytestmark = pytest.mark.django_db
 
@@ -42,6 +43,36 @@ def test_a_resend_starts_nothing_and_stores_no_second_answer(user: Any, scripted
     again, none = _turn_start_db(user, frame.model_copy(update={"conversation_id": first.conversation_id}), scripted(), NO_EXTRAS)
     assert none is None and (again.run_id, again.created) == (first.run_id, False)
     assert Message.objects.filter(role=Message.Role.ASSISTANT).count() == 1
+
+
+def test_a_resend_is_found_by_its_id_among_the_users_own_messages_only(user: Any, other_user: Any, scripted: Any) -> None:
+    first, record = _turn_start_db(user, ChatSend(client_message_id="c-1", message="hi"), scripted(), NO_EXTRAS)
+    assert record is not None
+    _, theirs = _turn_start_db(other_user, ChatSend(client_message_id="c-2", message="hi"), scripted(), NO_EXTRAS)
+    assert theirs is not None
+    found = turn_started_by_client_id(user=user, client_message_id="c-1", conversation_id=None)  # a new conversation's resend
+    assert found is not None and (found.run_id, found.conversation_id, found.created) == (first.run_id, first.conversation_id, False)
+    assert turn_started_by_client_id(user=user, client_message_id="c-1", conversation_id=first.conversation_id) == found
+    # another conversation, another user's id, no id: nothing
+    assert turn_started_by_client_id(user=user, client_message_id="c-1", conversation_id=theirs.conversation_id) is None
+    assert turn_started_by_client_id(user=user, client_message_id="c-2", conversation_id=None) is None
+    assert turn_started_by_client_id(user=user, client_message_id=None, conversation_id=None) is None
+    # a regenerated question: the latest of its runs
+    Run.objects.filter(pk=record.run_id).update(status=Run.Status.COMPLETED)
+    _, again, _ = _regenerate_db(user, record.conversation_id, None, None, scripted())
+    latest = turn_started_by_client_id(user=user, client_message_id="c-1", conversation_id=None)
+    assert latest is not None and latest.run_id == again.run_id != first.run_id
+    Run.objects.filter(user_message_id=record.user_message_id).update(user_message=None)
+    with pytest.raises(NotFound):
+        turn_started_by_client_id(user=user, client_message_id="c-1", conversation_id=None)
+
+
+def test_a_resend_in_a_named_thread_is_found_in_that_thread_only(user: Any, scripted: Any) -> None:
+    first, record = _turn_start_db(user, ChatSend(client_message_id="c-1", message="hi"), scripted(), TurnExtras(thread_id="t-1"))
+    assert record is not None
+    found = turn_started_by_client_id(user=user, client_message_id="c-1", conversation_id=None, thread_id="t-1")
+    assert found is not None and found.run_id == first.run_id
+    assert turn_started_by_client_id(user=user, client_message_id="c-1", conversation_id=None, thread_id="t-2") is None
 
 
 def test_a_regenerate_replaces_the_answer_with_a_new_empty_one(user: Any, scripted: Any) -> None:
