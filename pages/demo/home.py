@@ -10,7 +10,7 @@ from django.utils.translation import gettext, ngettext
 from pydantic import BaseModel, Field
 
 from pages.demo.common import REFINEMENTS, THERAPEUTIC_AREAS
-from pages.demo.models import Channel, ResearchStream
+from pages.demo.models import Channel, Report, ResearchStream
 from pages.demo.report_run import TEST_REPORT_ACTION, report_test_button
 from pages.registry import PageSpec, ServerAction, ServerActionResult, register_page
 from payloads.registry import registry as payloads
@@ -81,8 +81,18 @@ def create_stream(data: dict[str, Any], user: User, context: dict[str, Any]) -> 
 
 
 def home_context(context: dict[str, Any], user: User) -> str:
-    count = ResearchStream.objects.filter(owner=user).count()
-    return f"The user is on the home page. They have {count} research stream(s)."
+    """The situation, then what the page shows as `Key: value` facts (the offline model answers "how many streams
+    do I have?" from them; a hosted model reads them the same way)."""
+    streams = list(ResearchStream.objects.owned_by(user).order_by("-updated_at").values_list("name", "report_frequency")[:5])
+    count = ResearchStream.objects.owned_by(user).count() if len(streams) == 5 else len(streams)
+    reports = Report.objects.owned_by(user).count()
+    recent = "; ".join(f"{name} ({frequency})" for name, frequency in streams)
+    return "\n".join([
+        f"The user is on the home page. They have {count} research stream(s) and {reports} report(s).",
+        "Page: Home",
+        f"Research streams: {count}" + (f" (the latest: {recent})" if recent else ""),
+        f"Reports: {reports}",
+    ])
 
 
 register_page(PageSpec(

@@ -668,7 +668,10 @@ def tool_input_build(r: Reading, tool: dict[str, Any]) -> tuple[dict[str, Any], 
     return out, missing
 
 
-ABOUT_WORDS = frozenset("about summary summarize summarise describe explain overview this it here".split()) | PAGE_WORDS
+# Words that point at what is on screen ("this", "the tab"), and requests for its gist ("summarize", "overview"):
+# a gist request points at the page only when it names nothing else ("explain quantum computing" does not).
+POINTING_WORDS = frozenset("this it here".split()) | PAGE_WORDS
+GIST_WORDS = frozenset("about summary summarize summarise describe explain overview".split())
 SMALLTALK = re.compile(r"\b(hi|hello|hey|thanks|thank you|what can you do|can you do|who are you|help me\b(?! \w+ \w))", re.I)
 
 
@@ -676,8 +679,10 @@ def _match_answer(r: Reading) -> float:
     """A question about what is on screen: it points at the page ("this", "the tab") or names one of its facts."""
     if not r.facts or r.asks_change or SMALLTALK.search(r.user_text):
         return 0
-    points = bool(set(tokens(r.user_text)) & ABOUT_WORDS)
-    names = bool(r.user_words & _fact_words(r))
+    said = set(tokens(r.user_text))
+    fact_words = _fact_words(r)
+    names = bool(r.user_words & fact_words)
+    points = bool(said & POINTING_WORDS) or bool(said & GIST_WORDS and not r.user_words - fact_words - {norm(w) for w in GIST_WORDS})
     if (r.is_question or points) and (points or names):
         return 45 + 10 * names
     return 0
@@ -730,10 +735,46 @@ def _lower_first(text: str) -> str:
     return text if text[:2].isupper() else text[:1].lower() + text[1:]
 
 
-@intent("help", lambda r: 30 if SMALLTALK.search(r.user_text) and not r.tool_results else 1)
-def help_(r: Reading) -> Reply:
-    """Say what this page offers, with chips for it (greetings, filler, anything unmatched)."""
-    opening = _("Hello!") if SMALLTALK.search(r.user_text) else _("I'm not sure what you would like me to do.")
+# Free text that needs a language model: what is asked for is a piece of writing (or a translation), not something this
+# page offers. Only the object counts ("write a poem"), so "write a stream purpose" or "draft a report" stay proposals.
+WRITING = re.compile(
+    r"\b(poems?|poetry|stor(y|ies)|essays?|e-?mails?|letters?|songs?|lyrics|jokes?|haikus?|limericks?|tweets?|speech|"
+    r"code|functions?|scripts?|programs?|regex|blog|recipes?)\b", re.I)
+TRANSLATE = re.compile(r"\btranslat(e|ion)\b", re.I)
+# The whole message is a thank-you or a goodbye.
+THANKS = re.compile(r"^\W*(thanks?( you)?( (so|very) much)?|thank you|thx|cheers|great,? thanks?)\W*$", re.I)
+GOODBYE = re.compile(r"^\W*(bye|goodbye|good bye|see you( later)?|bye,? thanks?)\W*$", re.I)
+
+
+def _match_free_text(r: Reading) -> float:
+    if r.tool_results or r.troubleshooting is not None:
+        return 0
+    translate = TRANSLATE.search(r.user_text) is not None
+    writing = r.asks_change and WRITING.search(r.user_text) is not None
+    if not (translate or writing):
+        return 0
+    offer, _hits, _tied = best_offer(r)
+    return 0 if offer is not None and _type_named(r, offer) else 65  # "write a research stream about poems" is a proposal
+
+
+@intent("free_text", _match_free_text)
+def free_text(r: Reading) -> Reply:
+    """Writing or translating free text (code, a poem, an email): say honestly that it needs a language model."""
+    text = _("That needs a language model: I don't write or translate free text such as code, stories or emails.") + " " + _abilities_sentence(r)
+    values = _ability_values(r)
+    return Reply(join(text, _("Try one of these:") if values else "", values_line(values)))
+
+
+@intent("thanks", lambda r: 35 if not r.tool_results and (THANKS.search(r.user_text) or GOODBYE.search(r.user_text)) else 0)
+def thanks(r: Reading) -> Reply:
+    """A thank-you or a goodbye: a short answer, not the list of what the page offers again."""
+    if GOODBYE.search(r.user_text):
+        return Reply(_("Goodbye! I'm here on every page when you need me."))
+    return Reply(_("You're welcome! Ask me anything else about this page."))
+
+
+def _abilities_sentence(r: Reading) -> str:
+    """"I'm the offline model on the X page: ... Here I can a; b; c." (the page's tools, payloads and facts)."""
     # plain sentences (no list or code markup): the reply reads the same while it streams and once rendered
     can = [_lower_first(_gist(t.get("description") or label(t["name"]))) for t in r.tools if t["name"] != "get_payload"]
     can += [_("prepare %(thing)s") % {"thing": o.description or label(o.type)} for o in r.payloads]
@@ -742,10 +783,27 @@ def help_(r: Reading) -> Reply:
         intro = _("I'm the offline model on the **%(page)s** page: I read what is on the page. Here I can %(abilities)s.")
     else:
         intro = _("I'm the offline model: I read what is on the page. Here I can %(abilities)s.")
-    lines = [opening + " " + intro % {"page": label(r.page), "abilities": "; ".join(can)}]
+    return intro % {"page": label(r.page), "abilities": "; ".join(can)}
+
+
+def _ability_values(r: Reading) -> list[dict[str, Any]]:
+    """Chips for what the page offers: two of its tools, two of its payload types, and a question about the page."""
     values = [{"label": label(t["name"]).capitalize(), "value": t.get("description", t["name"]).split(".")[0]}
               for t in r.tools if t["name"] != "get_payload"][:2]
     values += [{"label": _("Suggest %(type)s") % {"type": label(o.type)}, "value": f"propose {label(o.type)}"} for o in r.payloads][:2]
     if r.facts:
         values.append({"label": _("What is this?"), "value": "What is this about?"})
-    return Reply(join("\n".join(lines), _("Try one of these:") if values else "", values_line(values[:4])))
+    return values[:4]
+
+
+@intent("help", lambda r: 30 if SMALLTALK.search(r.user_text) and not r.tool_results else 1)
+def help_(r: Reading) -> Reply:
+    """Say what this page offers, with chips for it (greetings, filler, anything unmatched)."""
+    if SMALLTALK.search(r.user_text):
+        opening = _("Hello!")
+    elif r.is_question:  # a question nothing here answers (general knowledge, the weather): say so, not "not sure"
+        opening = _("I can't answer that from this page.")
+    else:
+        opening = _("I'm not sure what you would like me to do.")
+    values = _ability_values(r)
+    return Reply(join(opening + " " + _abilities_sentence(r), _("Try one of these:") if values else "", values_line(values)))

@@ -118,6 +118,50 @@ def test_greeting_says_what_the_page_offers() -> None:
     assert reply.intent == "help" and "preview a retrieval query" in reply.text and "RETRIEVAL_PROPOSAL" not in reply.text
 
 
+HOME_CONTEXT = """The user is on the home page. They have 2 research stream(s) and 1 report(s).
+Page: Home
+Research streams: 2 (the latest: CRISPR Therapeutics Watch (biweekly); Lung Cancer Immunotherapy Monitor (weekly))
+Reports: 1"""
+
+
+@pytest.mark.parametrize("text", ["Write a python function that adds two numbers", "write me a poem about the sea",
+                                  "Translate 'good morning' into German", "draft an email to my team"])
+def test_free_text_it_cannot_write_is_said_honestly_not_proposed(text: str) -> None:
+    reply, _ = ask(system("home", {}, HOME_CONTEXT), text)
+    assert reply.intent == "free_text" and "RESEARCH_STREAM_FORM" not in reply.text
+    assert "needs a language model" in reply.text and "prepare a proposed research stream configuration" in reply.text
+    assert [c["label"] for c in block(reply, "SUGGESTED_VALUES:")][-2:] == ["Suggest research stream form", "What is this?"]
+
+
+def test_a_change_request_naming_the_payload_is_still_a_proposal() -> None:
+    reply, _ = ask(system("home", {}, HOME_CONTEXT), "create a research stream about poems in oncology")
+    assert reply.intent == "propose" and block(reply, "RESEARCH_STREAM_FORM:")["stream_name"] == "Poems Oncology Intelligence"
+    improve, _ = ask(system("edit_research_stream", {"active_tab": "retrieval"}, STREAM_CONTEXT.format(tab="RETRIEVAL")),
+                     "write better queries")
+    assert improve.intent in ("propose", "clarify")  # "write" alone is a change request about what the page offers
+
+
+@pytest.mark.parametrize(("text", "says"), [("thanks!", "You're welcome!"), ("Thank you very much.", "You're welcome!"),
+                                             ("bye", "Goodbye!")])
+def test_thanks_and_goodbye_get_a_short_answer(text: str, says: str) -> None:
+    reply, _ = ask(system("home", {}, HOME_CONTEXT), text)
+    assert reply.intent == "thanks" and reply.text.startswith(says) and "SUGGESTED_VALUES" not in reply.text and "\n" not in reply.text
+
+
+def test_a_question_nothing_here_answers_says_so() -> None:
+    reply, _ = ask(system("home", {}, HOME_CONTEXT), "explain quantum computing in simple terms")
+    assert reply.intent == "help" and reply.text.startswith("I can't answer that from this page.")
+    unclear, _ = ask(system("home", {}, HOME_CONTEXT), "banana")
+    assert unclear.text.startswith("I'm not sure what you would like me to do.")
+
+
+def test_the_home_pages_facts_answer_how_many() -> None:
+    reply, _ = ask(system("home", {}, HOME_CONTEXT), "how many streams do I have?")
+    assert reply.intent == "answer_from_page" and "**Research streams:** 2" in reply.text and "Reports" not in reply.text
+    reports, _ = ask(system("home", {}, HOME_CONTEXT), "how many reports?")
+    assert "**Reports:** 1" in reports.text
+
+
 def test_example_conversation_refines_one_field_at_a_time() -> None:
     sys = system("home", {}, "The user is on the home page. They have 0 research stream(s).")
     first, _ = ask(sys, "Help me create a research stream")

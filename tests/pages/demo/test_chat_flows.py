@@ -99,3 +99,19 @@ async def test_someone_elses_stream_id_in_context_is_not_read(user: Any, other_u
     run = await Run.objects.aget(pk=payload["run_id"])
     assert "Bob Secret Stream" not in run.diagnostics["system_prompt"] and "hidden purpose" not in run.diagnostics["system_prompt"]
     await ws.close()
+
+
+async def test_home_answers_how_many_streams_from_the_users_own_facts(user: Any, other_user: Any) -> None:
+    from asgiref.sync import sync_to_async
+
+    @sync_to_async
+    def streams() -> None:
+        ResearchStream.objects.create(owner=user, name="CRISPR Therapeutics Watch", report_frequency="biweekly")
+        ResearchStream.objects.create(owner=other_user, name="Someone Else's Stream")
+
+    await streams()
+    ws, _ = await ws_connect(user)
+    await ws.chat("how many streams do I have?", context={"current_page": "home"})
+    done = (await ws.until_terminal())[-1]["payload"]
+    assert "**Research streams:** 1 (the latest: CRISPR Therapeutics Watch (biweekly))" in done["message"]
+    assert "Someone Else" not in done["message"]
