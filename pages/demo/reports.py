@@ -166,15 +166,20 @@ def reports_context(context: dict[str, Any], user: User) -> str:
             return (f"The user is reading an article of the corpus.\nArticle: {article.title} (id {article.external_id})\n"
                     f"Journal: {article.journal}, {article.published_date:%Y}\nAuthors: {article.author_line or '(none)'}\n"
                     f"Keywords: {', '.join(article.keywords or []) or '(none)'}\nAbstract: {' '.join(article.abstract.split())[:1500]}")
-    reports = Report.objects.filter(stream__owner=user).select_related("stream")
+    reports = Report.objects.owned_by(user).select_related("stream")
     report_id = context.get("report_id")
     if isinstance(report_id, int):
         report = reports.filter(pk=report_id).prefetch_related("articles").first()
         if report is not None:
-            titles = "\n".join(f"- [{a.external_id}] {a.title}" for a in report.articles.all()[:30])
-            return f"The user is reading the report “{report.title}” of stream {report.stream.name}.\nSummary: {report.summary}\nArticles:\n{titles}"
-    names = ", ".join(r.title for r in reports[:10]) or "none yet"
-    return f"The user is on the reports page. Their reports: {names}."
+            articles = list(report.articles.all()[:30])
+            titles = "\n".join(f"- [{a.external_id}] {a.title}" for a in articles)
+            return (f"The user is reading a report.\nReport: {report.title} (id {report.pk})\nStream: {report.stream.name}\n"
+                    f"Created: {report.created_at:%Y-%m-%d}\nSummary: {report.summary}\nArticles: {report.articles.count()}\n{titles}")
+    # `Key: value` facts, one `Report:` line each: the offline model answers "what reports do I have?" from them
+    latest = [f"Report: {r.title} (stream {r.stream.name}, {r.created_at:%Y-%m-%d})" for r in reports[:10]]
+    if not latest:
+        return "The user is on the reports page. They have no reports yet."
+    return "The user is on the reports page. Their latest reports:\n" + "\n".join(latest)
 
 
 register_page(PageSpec(

@@ -681,7 +681,7 @@ def _match_answer(r: Reading) -> float:
         return 0
     said = set(tokens(r.user_text))
     fact_words = _fact_words(r)
-    names = bool(r.user_words & fact_words)
+    names = bool(r.user_words & fact_words) or any(_asks_fact(r, k) for k, _ in r.facts)
     points = bool(said & POINTING_WORDS) or bool(said & GIST_WORDS and not r.user_words - fact_words - {norm(w) for w in GIST_WORDS})
     if (r.is_question or points) and (points or names):
         return 45 + 10 * names
@@ -692,13 +692,24 @@ def _fact_words(r: Reading) -> set[str]:
     return words(" ".join(k for k, _ in r.facts)) | words(r.situation)
 
 
+def _asks_fact(r: Reading, key: str) -> bool:
+    """The user's words name the fact `key` ("what topics does it cover?" names `Topics`): every word of the key
+    counts here, even one too common to be a subject ("topics", "papers")."""
+    return bool({norm(w) for w in tokens(key) if len(w) > 2} & {norm(w) for w in tokens(r.user_text)})
+
+
 @intent("answer_from_page", _match_answer)
 def answer_from_page(r: Reading) -> Reply:
     """Answer a question about what is on screen from the page's context (the facts its context builder wrote)."""
     # facts the question names, beyond the first (the entity itself: "what is this stream about" wants the overview)
-    asked = [(k, v) for k, v in r.facts[1:] if words(k) & r.user_words]
+    asked = [(k, v) for k, v in r.facts[1:] if _asks_fact(r, k)]
     lines: list[str] = []
-    if asked:
+    first_key = r.facts[0][0] if r.facts else ""
+    if sum(1 for k, _ in r.facts if k == first_key) > 1:
+        # a list page ("Stream: A", its facts, "Stream: B", ...): no first entity; the facts asked about, of each entry
+        keys = {k for k, _ in r.facts if _asks_fact(r, k)} or {first_key}
+        text = "\n".join([f"- **{k}:** {v[:400]}" for k, v in r.facts if k in keys][:24])
+    elif asked:
         lines += [f"- **{k}:** {v}" for k, v in asked[:6]]
         head = r.facts[0][1] if r.facts else ""
         text = (_("On **%(subject)s**:") % {"subject": head} + "\n" if head else "") + "\n".join(lines)

@@ -162,6 +162,19 @@ def test_the_home_pages_facts_answer_how_many() -> None:
     assert "**Reports:** 1" in reports.text
 
 
+def test_on_a_list_page_every_entry_is_answered_not_the_first_as_the_subject() -> None:
+    listing = "The user is on the research streams list. Their streams:\n\n" + "\n\n".join(
+        f"Stream: {name} (id {i}), weekly reports\nPurpose: {purpose}\nTopics: {topic}"
+        for i, (name, purpose, topic) in enumerate([("CRISPR Watch", "Follow gene editing.", "CRISPR"),
+                                                    ("Lung Cancer Monitor", "Track NSCLC evidence.", "NSCLC")], 1))
+    sys = system("streams_list", {}, listing)
+    streams, _ = ask(sys, "what streams do I have?")
+    assert streams.intent == "answer_from_page" and "On **" not in streams.text
+    assert streams.text.startswith("- **Stream:** CRISPR Watch (id 1), weekly reports\n- **Stream:** Lung Cancer Monitor (id 2)")
+    purposes, _ = ask(sys, "what are the purposes of my streams?")
+    assert "- **Purpose:** Follow gene editing.\n- **Stream:** Lung Cancer Monitor" in purposes.text and "Topics" not in purposes.text
+
+
 def test_example_conversation_refines_one_field_at_a_time() -> None:
     sys = system("home", {}, "The user is on the home page. They have 0 research stream(s).")
     first, _ = ask(sys, "Help me create a research stream")

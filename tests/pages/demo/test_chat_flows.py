@@ -115,3 +115,27 @@ async def test_home_answers_how_many_streams_from_the_users_own_facts(user: Any,
     done = (await ws.until_terminal())[-1]["payload"]
     assert "**Research streams:** 1 (the latest: CRISPR Therapeutics Watch (biweekly))" in done["message"]
     assert "Someone Else" not in done["message"]
+
+
+async def test_reports_page_answers_from_the_users_own_reports(user: Any, other_user: Any) -> None:
+    from asgiref.sync import sync_to_async
+
+    from pages.demo.models import Report
+
+    @sync_to_async
+    def reports() -> int:
+        mine = ResearchStream.objects.create(owner=user, name="Mine")
+        theirs = ResearchStream.objects.create(owner=other_user, name="Theirs")
+        Report.objects.create(stream=theirs, title="Their digest")
+        Report.objects.create(stream=mine, title="Older digest")
+        return Report.objects.create(stream=mine, title="Weekly digest", summary="EGFR resistance, in short.").pk
+
+    report_id = await reports()
+    ws, _ = await ws_connect(user)
+    await ws.chat("what reports do I have?", context={"current_page": "reports"})
+    listed = (await ws.until_terminal())[-1]["payload"]["message"]
+    assert listed.startswith("- **Report:** Weekly digest (stream Mine, ") and "- **Report:** Older digest" in listed
+    assert "Their digest" not in listed
+    await ws.chat("how many articles?", context={"current_page": "reports", "report_id": report_id})
+    detail = (await ws.until_terminal())[-1]["payload"]["message"]
+    assert detail.startswith("On **Weekly digest (id ") and "- **Articles:** 0" in detail
