@@ -76,7 +76,9 @@ class Message(models.Model):
     custom_payload = models.JSONField(null=True, blank=True)
     payloads = models.JSONField(default=list, blank=True)  # every payload of the turn, tool and llm
     tool_history = models.JSONField(default=list, blank=True)
-    provider_messages = models.JSONField(default=list, blank=True)  # exact provider blocks of this turn
+    # exact provider blocks of this turn; empty for an answer that was one text block equal to `content` (history
+    # rebuilds it from `content`: chat.turns.persistence.provider_messages_stored)
+    provider_messages = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
     client_message_id = models.CharField(max_length=64, null=True, blank=True)
     run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")

@@ -118,7 +118,7 @@ def history_window(*, conversation_id: int, limit: int, upto_id: int | None = No
     rows.reverse()
     with_files = [pk for pk, role, *_, has in rows if has and role == Message.Role.USER]
     files = _attachment_blocks(with_files) if with_files else {}
-    stored = [StoredMessage(role, content, pm or [], files.get(pk, [])) for pk, role, content, pm, _, _ in rows]
+    stored = [StoredMessage(role, content, pm or _plain_answer(role, content), files.get(pk, [])) for pk, role, content, pm, _, _ in rows]
     return stored, _manifest(payloads for _, role, _, _, payloads, _ in reversed(rows) if role == Message.Role.ASSISTANT and payloads)
 
 
@@ -138,6 +138,14 @@ def _history_sql(alias: str, upto: bool) -> str:
             f"FROM {q(m.db_table)} m WHERE m.{col(m, 'conversation')} = %s AND NOT m.{col(m, 'replaced')}"  # Message.objects.shown()
             + (f" AND m.{col(m, 'id')} < %s" if upto else "")
             + f" ORDER BY m.{col(m, 'id')} DESC LIMIT %s")
+
+
+def _plain_answer(role: str, content: str) -> list[dict[str, Any]]:
+    """The provider messages of an answer stored without them: its content was the model's one text block
+    (chat.turns.persistence.provider_messages_stored)."""
+    if role == Message.Role.ASSISTANT and content.strip():
+        return [{"role": "assistant", "content": [{"type": "text", "text": content}]}]
+    return []
 
 
 def _json(value: Any) -> Any:

@@ -91,6 +91,15 @@ def assistant_message_append(*, message_id: int, delta: str, provider_messages: 
     Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(**fields)
 
 
+def provider_messages_stored(provider_messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """What an answer's `provider_messages` column keeps: nothing when the model's output was one text block equal to
+    the stored text (history rebuilds exactly that block from `content`: `chat.prompt.history_build`), else all of
+    it. Most answers are plain text: stored once instead of twice, and not parsed again on every later turn."""
+    if len(provider_messages) == 1 and provider_messages[0] == {"role": "assistant", "content": [{"type": "text", "text": text}]}:
+        return []
+    return provider_messages
+
+
 TOOL_INTERRUPTED = "The server process stopped while this tool ran; it may or may not have taken effect and was not run again."
 
 
@@ -129,7 +138,8 @@ def turn_persist(*, record: TurnRecord, outcome: TurnOutcome) -> None:
         row_update(Message, record.assistant_message_id, {}, {
             "content": outcome.text, "status": msg_status, "suggested_values": outcome.suggested_values,
             "suggested_actions": outcome.suggested_actions, "custom_payload": outcome.custom_payload,
-            "payloads": outcome.payloads, "tool_history": outcome.tool_history, "provider_messages": outcome.provider_messages,
+            "payloads": outcome.payloads, "tool_history": outcome.tool_history,
+            "provider_messages": provider_messages_stored(outcome.provider_messages, outcome.text),
             "stop_reason": outcome.stop_reason, "updated_at": timezone.now(),
         })
         for name, count in Counter(outcome.offered_actions).items():

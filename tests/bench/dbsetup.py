@@ -36,6 +36,7 @@ def prefill(user_index: int, count: int) -> dict[str, int]:
     from django.contrib.auth import get_user_model
 
     from chat.models import Conversation, Message
+    from chat.turns.persistence import provider_messages_stored
     from tests.bench.words import answer_text
 
     user = get_user_model().objects.get(username=f"bench{user_index}")
@@ -47,8 +48,9 @@ def prefill(user_index: int, count: int) -> dict[str, int]:
             rows.append(Message(conversation=conv, role=Message.Role.USER, content=f"question {i}: bench:tokens=100",
                                 client_message_id=str(uuid.uuid4()), context={}))
         else:
-            rows.append(Message(conversation=conv, role=Message.Role.ASSISTANT, content=answer,
-                                provider_messages=[{"role": "assistant", "content": [{"type": "text", "text": answer}]}]))
+            # stored as the product stores a plain answer (chat.turns.persistence.provider_messages_stored)
+            rows.append(Message(conversation=conv, role=Message.Role.ASSISTANT, content=answer, provider_messages=provider_messages_stored(
+                [{"role": "assistant", "content": [{"type": "text", "text": answer}]}], answer)))
     Message.objects.bulk_create(rows, batch_size=500)
     return {"conversation_id": conv.pk, "messages": Message.objects.filter(conversation=conv).count()}
 

@@ -75,6 +75,32 @@ async def test_second_turn_sees_history(user: Any, scripted: Any) -> None:
     await ws.close()
 
 
+async def test_a_plain_answer_is_stored_once_and_sent_back_as_the_same_block(user: Any, scripted: Any) -> None:
+    from asgiref.sync import sync_to_async
+
+    from chat.models import Message
+
+    marked = 'Pick one.\nSUGGESTED_VALUES: [{"label": "A", "value": "a"}]'
+    scripted.enqueue(s.text("first ", "answer"), s.text(marked), s.text("third"))
+    ws, _ = await ws_connect(user)
+    await ws.chat("one")
+    conv = (await ws.until_terminal())[-1]["conversation_id"]
+    await ws.chat("two", conversation_id=conv)
+    await ws.until_terminal()
+    await ws.chat("three", conversation_id=conv)
+    await ws.until_terminal()
+    stored = await sync_to_async(lambda: list(Message.objects.filter(conversation_id=conv, role="assistant").order_by("id")
+                                              .values_list("content", "provider_messages")))()
+    # the plain answer keeps its text once; the one whose text differs from what the model said (the chips' line
+    # was taken out of it) keeps the model's own words
+    assert stored[0] == ("first answer", [])
+    assert stored[1][0].strip() == "Pick one." and stored[1][1] == [{"role": "assistant", "content": [{"type": "text", "text": marked}]}]
+    sent = scripted.requests[2].messages
+    assert sent[1] == {"role": "assistant", "content": [{"type": "text", "text": "first answer"}]}  # as the model gave it
+    assert sent[3] == {"role": "assistant", "content": [{"type": "text", "text": marked}]}
+    await ws.close()
+
+
 async def test_cancel_mid_stream_saves_partial(user: Any, scripted: Any) -> None:
     gate = asyncio.Event()
     scripted.enqueue([s.TextDelta("partial "), s.TextDelta("text"), gate])
