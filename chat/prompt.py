@@ -165,6 +165,12 @@ class StoredMessage:
     attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
+def plain_answer_messages(text: str) -> list[dict[str, Any]]:
+    """The provider messages of an answer that was one text block: what is stored for it when it differs from its
+    text (chat.turns.persistence.provider_messages_stored), and what history rebuilds from its text otherwise."""
+    return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
+
+
 def estimate_tokens(value: Any) -> int:
     """A cheap, stable token estimate (chars / 4)."""
     if isinstance(value, str):

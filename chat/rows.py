@@ -123,6 +123,11 @@ def _col(alias: str, field: Field[Any, Any]) -> str:
     return connections[alias].ops.quote_name(str(field.column))
 
 
+def column(alias: str, model: type[Model], name: str) -> str:
+    """The quoted column of `model`'s field `name` (or attname) on database `alias`, for SQL written once."""
+    return _col(alias, _field(model, name))
+
+
 @cache
 def _insert_sql(model: type[Model], alias: str) -> tuple[str, list[Field[Any, Any]], Field[Any, Any] | None]:
     conn = connections[alias]

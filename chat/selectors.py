@@ -15,7 +15,8 @@ from django.db.models.functions import Cast, Coalesce, Concat, Greatest, Length,
 from chat import attachments
 from chat.attachments import placeholder_block
 from chat.models import Attachment, Conversation, Message, Run, UserPreferences
-from chat.prompt import StoredMessage
+from chat.prompt import StoredMessage, plain_answer_messages
+from chat.rows import column
 from chat.runs.store import run_for_user
 
 if TYPE_CHECKING:
@@ -128,14 +129,14 @@ def _history_sql(alias: str, upto: bool) -> str:
     database spent running it, on every turn. Whether a message has files is an index probe per row in the same
     query, so a conversation without attachments - nearly all turns - costs no second query."""
     q = connections[alias].ops.quote_name
-    m, a = Message._meta, Attachment._meta
+    m, a = Message, Attachment
 
-    def col(meta: Any, name: str) -> str:
-        return q(meta.get_field(name).column)
+    def col(model: Any, name: str) -> str:
+        return column(alias, model, name)
 
     return (f"SELECT m.{col(m, 'id')}, m.{col(m, 'role')}, m.{col(m, 'content')}, m.{col(m, 'provider_messages')}, "
-            f"m.{col(m, 'payloads')}, EXISTS(SELECT 1 FROM {q(a.db_table)} a WHERE a.{col(a, 'message')} = m.{col(m, 'id')}) "
-            f"FROM {q(m.db_table)} m WHERE m.{col(m, 'conversation')} = %s AND NOT m.{col(m, 'replaced')}"  # Message.objects.shown()
+            f"m.{col(m, 'payloads')}, EXISTS(SELECT 1 FROM {q(a._meta.db_table)} a WHERE a.{col(a, 'message')} = m.{col(m, 'id')}) "
+            f"FROM {q(m._meta.db_table)} m WHERE m.{col(m, 'conversation')} = %s AND NOT m.{col(m, 'replaced')}"  # Message.objects.shown()
             + (f" AND m.{col(m, 'id')} < %s" if upto else "")
             + f" ORDER BY m.{col(m, 'id')} DESC LIMIT %s")
 
@@ -143,9 +144,7 @@ def _history_sql(alias: str, upto: bool) -> str:
 def _plain_answer(role: str, content: str) -> list[dict[str, Any]]:
     """The provider messages of an answer stored without them: its content was the model's one text block
     (chat.turns.persistence.provider_messages_stored)."""
-    if role == Message.Role.ASSISTANT and content.strip():
-        return [{"role": "assistant", "content": [{"type": "text", "text": content}]}]
-    return []
+    return plain_answer_messages(content) if role == Message.Role.ASSISTANT and content.strip() else []
 
 
 def _json(value: Any) -> Any:

@@ -31,7 +31,7 @@ from chat.limits import limiter
 from chat.models import Conversation, Message, Run, UsedActionToken, action_stat_count
 from chat.providers.base import Provider
 from chat.providers.factory import provider_get
-from chat.rows import row_create, row_values
+from chat.rows import column, row_create, row_values
 from chat.runs import PROCESS_ID, manager
 from chat.runs.store import runs_sweep
 from chat.turns.clients import NO_EXTRAS, AnsweredCall, TurnExtras
@@ -127,7 +127,7 @@ def turn_started_by_client_id(*, user: User, client_message_id: str | None, conv
         row = cursor.fetchone()
     if row is None:
         return None
-    _message_id, found_conversation_id, run_id = row
+    found_conversation_id, run_id = row
     if run_id is None:
         raise NotFound("message has no run")
     return TurnStarted(run_id=str(Run._meta.pk.to_python(run_id)), conversation_id=int(found_conversation_id), created=False)
@@ -138,15 +138,15 @@ def _resend_sql(alias: str, in_conversation: bool, in_thread: bool) -> str:
     """turn_started_by_client_id's one statement, written once per database: every new conversation's first message
     asks it (a resend can only be found by its id there), and the ORM built two queries for it."""
     q = connections[alias].ops.quote_name
-    m, c, r = Message._meta, Conversation._meta, Run._meta
+    m, c, r = Message, Conversation, Run
 
-    def col(meta: Any, name: str) -> str:
-        return q(str(meta.get_field(name).column))
+    def col(model: Any, name: str) -> str:
+        return column(alias, model, name)
 
-    latest_run = (f"SELECT r.{col(r, 'id')} FROM {q(r.db_table)} r WHERE r.{col(r, 'user_message')} = m.{col(m, 'id')} "
+    latest_run = (f"SELECT r.{col(r, 'id')} FROM {q(r._meta.db_table)} r WHERE r.{col(r, 'user_message')} = m.{col(m, 'id')} "
                   f"ORDER BY r.{col(r, 'created_at')} DESC LIMIT 1")
-    return (f"SELECT m.{col(m, 'id')}, m.{col(m, 'conversation')}, ({latest_run}) FROM {q(m.db_table)} m "
-            f"INNER JOIN {q(c.db_table)} c ON m.{col(m, 'conversation')} = c.{col(c, 'id')} "
+    return (f"SELECT m.{col(m, 'conversation')}, ({latest_run}) FROM {q(m._meta.db_table)} m "
+            f"INNER JOIN {q(c._meta.db_table)} c ON m.{col(m, 'conversation')} = c.{col(c, 'id')} "
             f"WHERE m.{col(m, 'client_message_id')} = %s AND c.{col(c, 'owner')} = %s AND m.{col(m, 'role')} = %s"
             + (f" AND m.{col(m, 'conversation')} = %s" if in_conversation else "")
             + (f" AND c.{col(c, 'thread_id')} = %s" if in_thread else "")

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from chat.errors import ErrorCode
 from chat.models import Conversation, Message, PendingApproval, Run, ToolCall, action_stat_count
+from chat.prompt import plain_answer_messages
 from chat.rows import row_create, row_update
 from chat.turns.clients import AnsweredCall, ClientTool
 
@@ -95,7 +96,7 @@ def provider_messages_stored(provider_messages: list[dict[str, Any]], text: str)
     """What an answer's `provider_messages` column keeps: nothing when the model's output was one text block equal to
     the stored text (history rebuilds exactly that block from `content`: `chat.prompt.history_build`), else all of
     it. Most answers are plain text: stored once instead of twice, and not parsed again on every later turn."""
-    if len(provider_messages) == 1 and provider_messages[0] == {"role": "assistant", "content": [{"type": "text", "text": text}]}:
+    if provider_messages == plain_answer_messages(text):
         return []
     return provider_messages
 

@@ -36,6 +36,7 @@ def prefill(user_index: int, count: int) -> dict[str, int]:
     from django.contrib.auth import get_user_model
 
     from chat.models import Conversation, Message
+    from chat.prompt import plain_answer_messages
     from chat.turns.persistence import provider_messages_stored
     from tests.bench.words import answer_text
 
@@ -50,7 +51,7 @@ def prefill(user_index: int, count: int) -> dict[str, int]:
         else:
             # stored as the product stores a plain answer (chat.turns.persistence.provider_messages_stored)
             rows.append(Message(conversation=conv, role=Message.Role.ASSISTANT, content=answer, provider_messages=provider_messages_stored(
-                [{"role": "assistant", "content": [{"type": "text", "text": answer}]}], answer)))
+                plain_answer_messages(answer), answer)))
     Message.objects.bulk_create(rows, batch_size=500)
     return {"conversation_id": conv.pk, "messages": Message.objects.filter(conversation=conv).count()}
 
