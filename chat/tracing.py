@@ -1,7 +1,7 @@
 """OpenTelemetry traces: a span per turn, model call and tool call with the GenAI semantic conventions (`gen_ai.*`).
 
 `configure()` (called once at start-up by the app) installs an OTLP/HTTP exporter only when
-`OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, plus the standard Django and
+`OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set and the `otel` extra is installed, plus the standard Django and
 database (psycopg, sqlite3) instrumentation; the usual `OTEL_*` variables configure it (service name, headers,
 batching, sampling). Without it `ENABLED` stays False and the engine creates no span at all.
 Message text and tool inputs/outputs go on spans only with CHAT_TRACE_CONTENT (or the standard
@@ -34,10 +34,15 @@ def configure() -> bool:
     with _lock:
         if ENABLED:
             return True
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        except ImportError:  # the SDK is an extra: say once why no trace leaves, and serve on without them
+            log.warning("OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is not installed "
+                        "(pip install \"pagechat[otel]\"): no traces are exported")
+            return False
 
         resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "pagechat")})
         provider = TracerProvider(resource=resource)
