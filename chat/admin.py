@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.core.exceptions import PermissionDenied
 from django.db.models import DecimalField, F, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 from django.forms.models import BaseInlineFormSet
@@ -320,7 +321,10 @@ class RunAdmin(RunTimes, ReadOnlyMixin, admin.ModelAdmin):
         return [path("costs/", view, name="pagechat_run_costs"), *super().get_urls()]
 
     def costs_view(self, request: HttpRequest) -> HttpResponse:
-        """Tokens and cost summed per user and UTC day, sortable by any column (?o=<column>, `-` for descending)."""
+        """Tokens and cost summed per user and UTC day, sortable by any column (?o=<column>, `-` for descending);
+        403 for staff who may not view runs (`admin_view` only asks for `is_staff`, the model pages ask for more)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
         rows = usage_by_user_and_day(self.get_queryset(request), order=request.GET.get("o", "-day"))
         context = {**self.admin_site.each_context(request), "title": gettext("Cost per user and day"), "rows": rows,
                    "columns": COST_COLUMNS, "order": request.GET.get("o", "-day"), "opts": self.model._meta}
