@@ -151,7 +151,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             await self.handlers[frame.type](frame)
         except ServiceError as exc:
-            await self.send(text_data=error_event(exc.code, exc.message, run_id=getattr(frame, "run_id", None)).wire())
+            await self.send(text_data=error_event(exc.code, exc.message, run_id=getattr(frame, "run_id", None), retry_after=exc.retry_after).wire())
         except Exception:
             log.exception("frame handler failed")
             await self.send(text_data=error_event("internal", "internal error").wire())

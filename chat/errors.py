@@ -68,13 +68,15 @@ def error_code(value: str, fallback: ErrorCode = "internal") -> ErrorCode:
 
 
 class ServiceError(Exception):
-    """A refusal with a wire `code` and a message safe to show the user."""
+    """A refusal with a wire `code` and a message safe to show the user; `retry_after`: seconds until trying again can
+    succeed, when known (a limit that frees by itself)."""
 
     code: ErrorCode = "internal"
 
-    def __init__(self, message: str = "", *, code: ErrorCode | None = None) -> None:
+    def __init__(self, message: str = "", *, code: ErrorCode | None = None, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.message = message or self.__class__.__doc__ or self.code
+        self.retry_after = retry_after
         if code:
             self.code = code
 

@@ -35,7 +35,7 @@ from chat.auth import user_for_authorization
 from chat.conf import chat_settings
 from chat.errors import ErrorCode, NotFound, ServiceError, error_code, http_status
 from chat.events import ChatSend, CompletePayload, FrameError, error_event, parse_frame
-from chat.events.client import json_loads_strict
+from chat.events.client import ClientJSONError, client_json
 from chat.languages import language_normalize
 from chat.models import PREFERENCES_MAX_CHARS, Conversation, Message, UserPreferences
 from chat.openapi import CHAT_SEND_BODY, SSE_EVENT_SCHEMA, described, described_actions, drf_error_responses, error_responses, operation
@@ -47,12 +47,21 @@ if TYPE_CHECKING:
 
 
 def _error_response(error: FrameError) -> HttpResponse:
-    """Every HTTP error body is a frame-level error (chat.events), with its code's HTTP status."""
-    return HttpResponse(error.wire(), status=http_status(error.code), content_type="application/json")
+    """Every HTTP error body is a frame-level error (chat.events), with its code's HTTP status (and Retry-After when
+    the refusal says when to try again)."""
+    response = HttpResponse(error.wire(), status=http_status(error.code), content_type="application/json")
+    if error.retry_after is not None:
+        response["Retry-After"] = str(error.retry_after)
+    return response
 
 
 def _error(code: ErrorCode, message: str) -> HttpResponse:
     return _error_response(error_event(code, message))
+
+
+def _refused(exc: ServiceError) -> HttpResponse:
+    """A service's refusal as an HTTP error."""
+    return _error_response(error_event(exc.code, exc.message, retry_after=exc.retry_after))
 
 
 def _csrf_probe(request: HttpRequest) -> HttpResponse:
@@ -99,9 +108,9 @@ def _send_frame(body: bytes | FrameError) -> ChatSend | FrameError:
     if isinstance(body, FrameError):
         return body
     try:
-        data = json_loads_strict(body or b"{}")
-    except (ValueError, RecursionError):
-        return error_event("bad_json", "body is not valid JSON (NaN and Infinity are not JSON)")
+        data = client_json(body or b"{}", chat_settings.CHAT_MAX_FRAME_BYTES, what="body")
+    except ClientJSONError as exc:
+        return exc.error
     if not isinstance(data, dict):
         return error_event("bad_frame", "body must be a JSON object")
     data.setdefault("type", "chat.send")
@@ -144,7 +153,7 @@ def _endpoint(view: Callable[..., Coroutine[Any, Any, HttpResponseBase]]) -> Cal
                 return refused
             return await view(request, user, *args, **kwargs)
         except ServiceError as exc:
-            return _error(exc.code, exc.message)
+            return _refused(exc)
         except RequestDataTooBig:
             return _error("too_large", f"body is larger than {chat_settings.CHAT_MAX_FRAME_BYTES} bytes")
 
@@ -261,9 +270,9 @@ async def run_approve(request: HttpRequest, user: User, run_id: str) -> HttpResp
     if isinstance(raw, FrameError):
         return _error_response(raw)
     try:
-        body = json_loads_strict(raw or b"{}")
-    except (ValueError, RecursionError):
-        return _error("bad_json", "body is not valid JSON (NaN and Infinity are not JSON)")
+        body = client_json(raw or b"{}", chat_settings.CHAT_MAX_FRAME_BYTES, what="body")
+    except ClientJSONError as exc:
+        return _error_response(exc.error)
     try:
         tool_use_id, approved = body["tool_use_id"], body["approved"]
         if not isinstance(approved, bool) or not isinstance(tool_use_id, str) or not 0 < len(tool_use_id) <= 128:
@@ -416,23 +425,32 @@ def _rest_exception(view: APIView, exc: Exception) -> HttpResponse:
     """Bodies DRF could not read answer with the chat error envelope (not DRF's `{detail}` or Django's HTML 400)."""
     if isinstance(exc, RequestDataTooBig):
         return _error("too_large", f"body is larger than {chat_settings.CHAT_MAX_FRAME_BYTES} bytes")
+    if isinstance(exc, RefusedJSON):
+        return _error_response(exc.error)
     if isinstance(exc, ParseError):
         return _error("bad_json", "body is not valid JSON")
     response: HttpResponse = APIView.handle_exception(view, exc)
     return response
 
 
+class RefusedJSON(ParseError):
+    """A body `client_json` refused; `error` answers it (bad_json, bad_frame), as on every other transport."""
+
+    def __init__(self, error: FrameError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 class StrictJSONParser(JSONParser):
-    """DRF's JSON parser refusing NaN/Infinity and bodies over CHAT_MAX_FRAME_BYTES."""
+    """DRF's JSON parser reading bodies as every transport does (`client_json`: no NaN/Infinity, NUL or lone
+    surrogates, depth and CHAT_MAX_FRAME_BYTES), where DRF's own takes NaN and hands NUL to the database."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        data = stream.read(chat_settings.CHAT_MAX_FRAME_BYTES + 1) if stream is not None else b""
-        if len(data) > chat_settings.CHAT_MAX_FRAME_BYTES:
-            raise RequestDataTooBig()
+        data = stream.read(chat_settings.CHAT_MAX_FRAME_BYTES + 1) if stream is not None else b""  # one byte over is too_large
         try:
-            return json_loads_strict(data.decode("utf-8")) if data else {}
-        except (ValueError, RecursionError) as exc:
-            raise ParseError(f"JSON parse error - {exc}") from None
+            return client_json(data, chat_settings.CHAT_MAX_FRAME_BYTES, what="body") if data else {}
+        except ClientJSONError as exc:
+            raise RefusedJSON(exc.error) from None
 
 
 class ExportNegotiation(DefaultContentNegotiation):
@@ -576,10 +594,13 @@ class MessageViewSet(viewsets.GenericViewSet):
 
     authentication_classes = [TokenAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
-    parser_classes = [JSONParser]
+    parser_classes = [StrictJSONParser]
     serializer_class = MessageMarkSerializer
     queryset = Message.objects.none()  # for the schema's types only: partial_update looks the message up as the user
     schema = AutoSchema()
+
+    def handle_exception(self, exc: Exception) -> HttpResponse:
+        return _rest_exception(self, exc)
 
     @operation(summary="Mark an answer: feedback (good/bad + comment) or what the user did with its proposal", tags=["conversations"],
                request=MessageMarkSerializer, responses={200: MessageSerializer, **drf_error_responses(400, 404)})
@@ -665,7 +686,7 @@ async def _turn_to_completion(user: User, frame: ChatSend) -> HttpResponse:
     try:
         started = await services.turn_start(user=user, frame=frame)
     except ServiceError as exc:
-        return _error(exc.code, exc.message)
+        return _refused(exc)
     last: str | None = None
     try:
         async for _seq, data in manager.follow(started.run_id, 0):
@@ -702,7 +723,7 @@ class _AttachmentView(APIView):
         if isinstance(exc, (NotAuthenticated, AuthenticationFailed)):
             return _error("unauthorized", str(exc.detail))
         if isinstance(exc, ServiceError):
-            return _error(exc.code, exc.message)
+            return _refused(exc)
         return _rest_exception(self, exc)
 
 

@@ -96,7 +96,7 @@ CLIENT_FRAME_TYPES: frozenset[str] = frozenset({"chat.send", "chat.cancel", "cha
 # ---- reading client frames ----------------------------------------------------------------------
 
 MAX_NESTING = 32
-_JSON_STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # unrolled: a 2 MB string in ~15 ms, not ~400
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
@@ -121,18 +121,46 @@ def json_loads_strict(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_no_constant)
 
 
+class ClientJSONError(ValueError):
+    """A client's frame or body refused while it is read; `error` is the frame-level error that answers it."""
+
+    def __init__(self, error: FrameError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def client_json(text: str | bytes, max_bytes: int, *, what: str = "frame") -> Any:
+    """The JSON value of a client's frame or request body, read the one way every transport reads them: `too_large`
+    past `max_bytes`, `bad_frame` nested deeper than MAX_NESTING, `bad_json` for what JSON is not (NaN, Infinity,
+    bytes that are not UTF-8), `bad_frame` for text no database keeps (NUL, lone surrogates) anywhere in it.
+
+    Raises ClientJSONError carrying that error; `what` names the input in its message."""
+    if len(text) > max_bytes or (isinstance(text, str) and len(text.encode("utf-8", "surrogatepass")) > max_bytes):
+        raise ClientJSONError(error_event("too_large", f"{what} is larger than {max_bytes} bytes"))
+    try:
+        decoded = text.decode("utf-8") if isinstance(text, bytes) else text
+    except UnicodeDecodeError:
+        raise ClientJSONError(error_event("bad_json", f"{what} is not valid JSON (not UTF-8 text)")) from None
+    if _nesting_depth(decoded) > MAX_NESTING:  # decided before parsing: the parser's own limit depends on the stack
+        raise ClientJSONError(error_event("bad_frame", f"{what} is nested deeper than {MAX_NESTING} levels"))
+    try:
+        data = json_loads_strict(decoded)
+    except (ValueError, RecursionError):
+        raise ClientJSONError(error_event("bad_json", f"{what} is not valid JSON (NaN and Infinity are not JSON)")) from None
+    problem = _bad_text(data)
+    if problem:
+        raise ClientJSONError(error_event("bad_frame", f"{what} contains {problem}"))
+    return data
+
+
 def parse_frame(text: str | None, max_bytes: int) -> ClientFrame | FrameError:
     """A validated client frame, or the FrameError that answers it."""
     if text is None:
         return error_event("bad_frame", "frames must be JSON text")
-    if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
-        return error_event("too_large", f"frame is larger than {max_bytes} bytes")
-    if _nesting_depth(text) > MAX_NESTING:  # decided before parsing: the parser's own limit depends on the stack
-        return error_event("bad_frame", f"frame is nested deeper than {MAX_NESTING} levels")
     try:
-        data = json_loads_strict(text)
-    except (ValueError, RecursionError):
-        return error_event("bad_json", "frame is not valid JSON (NaN and Infinity are not JSON)")
+        data = client_json(text, max_bytes)
+    except ClientJSONError as exc:
+        return exc.error
     if not isinstance(data, dict):
         return error_event("bad_frame", "frame must be a JSON object")
     if "type" not in data and "message" in data:
@@ -140,9 +168,6 @@ def parse_frame(text: str | None, max_bytes: int) -> ClientFrame | FrameError:
     ftype = data.get("type")
     if not isinstance(ftype, str) or ftype not in CLIENT_FRAME_TYPES:
         return error_event("unknown_type", f"unknown frame type {str(ftype)[:40]!r}")
-    problem = _bad_text(data)
-    if problem:
-        return error_event("bad_frame", f"frame contains {problem}")
     try:
         return client_frame_adapter.validate_python(data)
     except ValidationError as exc:

@@ -123,6 +123,10 @@ class FrameError(Frame):
     code: ErrorCode
     message: str
     run_id: str | None = Field(default=None, exclude_if=omit_none)
+    retry_after: int | None = Field(default=None, ge=1, exclude_if=omit_none, description=(
+        "Addition to v1: on a `rate_limited` or `budget_exceeded` refusal, the seconds after which the same request can "
+        "be accepted (HTTP answers carry it as `Retry-After` too). Absent when not known (runs in progress, open sockets)."
+    ))
 
     def wire(self) -> str:
         return self.model_dump_json()
@@ -138,16 +142,17 @@ assert {m.model_fields["type"].default for m in RUN_EVENTS if m.terminal} == TER
 
 @overload
 def error_event(code: ErrorCode, message: str | None = None, *, run_id: str | None = None, seq: None = None,
-                conversation_id: int | None = None) -> FrameError: ...
+                conversation_id: int | None = None, retry_after: int | None = None) -> FrameError: ...
 @overload
 def error_event(code: ErrorCode, message: str | None = None, *, run_id: str, seq: int,
                 conversation_id: int | None) -> ErrorEvent: ...
 def error_event(code: ErrorCode, message: str | None = None, *, run_id: str | None = None, seq: int | None = None,
-                conversation_id: int | None = None) -> ErrorEvent | FrameError:
-    """The one error builder: a run's terminal `error` when `seq` is given, else a frame-level refusal.
+                conversation_id: int | None = None, retry_after: int | None = None) -> ErrorEvent | FrameError:
+    """The one error builder: a run's terminal `error` when `seq` is given, else a frame-level refusal (with
+    `retry_after` when the refusal says when to try again).
 
     `message` defaults to the code's meaning (chat/errors.py)."""
     text = message or (ERRORS[code].meaning if code in ERRORS else "")  # an unknown code fails validation below
     if seq is not None:
         return ErrorEvent(run_id=run_id or "", seq=seq, conversation_id=conversation_id, code=code, message=text)
-    return FrameError(code=code, message=text, run_id=run_id)
+    return FrameError(code=code, message=text, run_id=run_id, retry_after=retry_after)

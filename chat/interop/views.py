@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +12,7 @@ from drf_spectacular.utils import OpenApiResponse
 from chat import selectors, services
 from chat.conf import chat_settings
 from chat.errors import BadRequest, ErrorCode, NotFound
+from chat.events.client import ClientJSONError, client_json
 from chat.interop import agui, aisdk
 from chat.interop.common import turn_start_with_files
 from chat.openapi import described, error_responses
@@ -21,7 +21,7 @@ from chat.views import _endpoint, _sse_response
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-_START_ERRORS: tuple[ErrorCode, ...] = ("bad_json", "bad_frame", "too_large", "forbidden", "not_found", "busy", "rate_limited")
+_START_ERRORS: tuple[ErrorCode, ...] = ("bad_json", "bad_frame", "too_large", "forbidden", "not_found", "busy", "rate_limited", "budget_exceeded")
 _AGUI_INPUT: dict[str, Any] = {
     "type": "object", "required": ["threadId", "runId", "messages"], "additionalProperties": True,
     "description": "AG-UI `RunAgentInput` (docs/ag-ui.md): only the trailing new input of `messages` is taken.",
@@ -44,13 +44,12 @@ _CANCELS: set[asyncio.Task[None]] = set()  # cancel tasks started as a client ha
 
 
 def _json_body(request: HttpRequest) -> Any:
-    """The JSON body, or `too_large` / `bad_json` (nothing is started)."""
-    if len(request.body) > chat_settings.CHAT_MAX_CLIENT_BODY_BYTES:
-        raise BadRequest(f"the body is larger than {chat_settings.CHAT_MAX_CLIENT_BODY_BYTES} bytes", code="too_large")
+    """The JSON body read as every v1 transport reads one (`client_json`), up to CHAT_MAX_CLIENT_BODY_BYTES; a refusal
+    (`too_large`, `bad_json`, `bad_frame`) is answered with its v1 code and nothing is started or stored."""
     try:
-        return json.loads(request.body or b"{}")
-    except (ValueError, RecursionError):
-        raise BadRequest("body is not valid JSON", code="bad_json") from None
+        return client_json(request.body or b"{}", chat_settings.CHAT_MAX_CLIENT_BODY_BYTES, what="body")
+    except ClientJSONError as exc:
+        raise BadRequest(exc.error.message, code=exc.error.code) from None
 
 
 async def cancel_on_close(stream: AsyncIterator[str], *, user: User, run_id: str) -> AsyncIterator[str]:
