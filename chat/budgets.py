@@ -1,5 +1,5 @@
-"""Per-user daily budgets (CHAT_DAILY_TOKEN_BUDGET, CHAT_DAILY_COST_BUDGET): checked when a message is admitted,
-spent when its run ends.
+"""Per-user daily budgets (CHAT_DAILY_TOKEN_BUDGET, CHAT_DAILY_COST_BUDGET): checked when a turn is admitted (every
+path that starts a model call: chat.turns.admission), spent when its run ends.
 
 With CHAT_REDIS_URL the day's spending is a Redis hash per user and UTC day (`<CHAT_REDIS_KEY_PREFIX>budget:<user>:<yyyymmdd>`),
 shared by every process; without it the database's runs of the day are summed (shared too, one query per
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,13 @@ class Spent:
 
 def _day(now: dt.datetime | None = None) -> str:
     return (now or timezone.now()).astimezone(dt.UTC).strftime("%Y%m%d")
+
+
+def seconds_to_midnight(now: dt.datetime | None = None) -> int:
+    """Whole seconds (at least 1) until the next UTC midnight, when the day's budgets start again."""
+    now = (now or timezone.now()).astimezone(dt.UTC)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0) + dt.timedelta(days=1)
+    return max(1, math.ceil((midnight - now).total_seconds()))
 
 
 class Budgets:
@@ -73,9 +81,11 @@ class Budgets:
         spent = await self.spent_today(user_id)
         tokens, cost = chat_settings.CHAT_DAILY_TOKEN_BUDGET, chat_settings.CHAT_DAILY_COST_BUDGET
         if tokens and spent.tokens >= tokens:
-            raise BudgetExceeded(f"You have used today's budget of {tokens:,} tokens for the assistant; it resets at midnight UTC.")
+            raise BudgetExceeded(f"You have used today's budget of {tokens:,} tokens for the assistant; it resets at midnight UTC.",
+                                 retry_after=seconds_to_midnight())
         if cost and spent.cost >= cost:
-            raise BudgetExceeded(f"You have used today's budget of ${cost:,.2f} for the assistant; it resets at midnight UTC.")
+            raise BudgetExceeded(f"You have used today's budget of ${cost:,.2f} for the assistant; it resets at midnight UTC.",
+                                 retry_after=seconds_to_midnight())
 
     async def spend(self, user_id: int, usage: dict[str, int], cost: float | None) -> None:
         """Add a finished run's usage to the user's day (Redis only: the database already holds the run)."""

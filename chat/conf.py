@@ -164,7 +164,7 @@ class ChatSettings:
         24.0, "hours an uploaded attachment may wait for a message before `chat_purge` removes it", positive=True)
     CHAT_MAX_CLIENT_BODY_BYTES: int = setting(
         2 * 1024 * 1024, "largest AG-UI / AI SDK request body (those clients re-send the whole history each time)", positive=True)
-    CHAT_RATE_LIMIT_PER_MINUTE: int = setting(30, "messages per user and minute", positive=True)
+    CHAT_RATE_LIMIT_PER_MINUTE: int = setting(30, "messages per user in any 60 seconds (a sliding window, shared through Redis)", positive=True)
     CHAT_MAX_SOCKETS_PER_USER: int = setting(20, "open websockets per user", positive=True)
     CHAT_MAX_RUNNING_PER_USER: int = setting(4, "runs in progress per user", positive=True)
     CHAT_ACTION_TOKEN_MAX_AGE: int = setting(3600, "seconds a server-action button stays valid", positive=True)

@@ -38,7 +38,7 @@ ERRORS: dict[ErrorCode, ErrorInfo] = {
     "unauthorized": ErrorInfo(401, "No valid token or session (or the session's CSRF check failed)."),
     "busy": ErrorInfo(409, "A run is already in progress in this conversation."),
     "not_found": ErrorInfo(404, "No such conversation, run or pending approval for this user (someone else's id looks the same)."),
-    "rate_limited": ErrorInfo(429, "A per-user limit (messages a minute, open sockets, runs in progress) or the model's own rate limit."),
+    "rate_limited": ErrorInfo(429, "A per-user limit (messages in any 60 s, open sockets, runs in progress) or the model's own rate limit."),
     "budget_exceeded": ErrorInfo(429, "The user's daily token or cost budget (CHAT_DAILY_*_BUDGET) is used up until midnight UTC."),
     "action_rejected": ErrorInfo(403, "The server action's token is missing, expired, altered, used or not for this page."),
     "forbidden": ErrorInfo(403, "The user lacks a permission or group this page or server action requires (see docs/permissions.md)."),

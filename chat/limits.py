@@ -1,13 +1,23 @@
-"""Per-user limits: messages per minute and open sockets, shared through Redis when CHAT_REDIS_URL is set.
+"""Per-user limits: messages in any 60 seconds and open sockets, shared through Redis when CHAT_REDIS_URL is set.
 
-Refusals raise/return so the transports answer `error{code:"rate_limited"}`. When Redis is
-unreachable the limits fall back to this process's own counts (fail open to a per-process limit,
-never fail the request because the limiter's store is down)."""
+Refusals raise/return so the transports answer `error{code:"rate_limited"}` (a message refusal with `retry_after`).
+When Redis is unreachable the limits fall back to this process's own counts (fail open to a per-process limit,
+never fail the request because the limiter's store is down).
+
+The message limit is a sliding window log: the times of the user's accepted messages of the last 60 s (a Redis
+sorted set, trimmed and added to by one Lua script, so concurrent processes never both take the last place).
+Unlike a counter per calendar minute, which lets twice the limit through around a minute's boundary, no 60 s
+window ever holds more than CHAT_RATE_LIMIT_PER_MINUTE messages. The times are the processes' clocks (kept in
+step by NTP like any cluster's): a step between them moves the window by as much.
+"""
 from __future__ import annotations
 
 import logging
+import math
 import time
+import uuid
 from collections import defaultdict, deque
+from collections.abc import Callable
 from typing import Any
 
 from chat.conf import chat_settings
@@ -28,62 +38,89 @@ redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
 return 1
 """
+WINDOW_MS = 60_000  # the message limit holds over any window this long
+# KEYS[1] zset of the user's counted messages (member: its ticket) scored by their time in ms; ARGV: now (ms), window
+# (ms), limit, ticket. Returns 0 when counted, else the ms until a place frees (when the entry whose leaving makes room
+# leaves the window).
+_COUNT = """
+local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+if count >= limit then
+  local freeing = redis.call('ZRANGE', KEYS[1], count - limit, count - limit, 'WITHSCORES')
+  return math.max(1, tonumber(freeing[2]) + window - now)
+end
+redis.call('ZADD', KEYS[1], now, ARGV[4])
+redis.call('PEXPIRE', KEYS[1], window)
+return 0
+"""
 
 
 class Limiter:
-    """Sliding-window message rate and socket counts; Redis-backed when CHAT_REDIS_URL is set."""
+    """Sliding-window message rate and socket counts; Redis-backed when CHAT_REDIS_URL is set.
 
-    def __init__(self) -> None:
-        self._sends: dict[int, deque[float]] = defaultdict(deque)
+    `clock`: wall-clock seconds (time.time), the message window's time; tests pass their own to move it."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._sends: dict[int, deque[tuple[int, str]]] = defaultdict(deque)  # (ms, ticket) of the Redis-less window
         self._sockets: dict[int, set[str]] = defaultdict(set)
         self._acquire: Any = None
+        self._count: Any = None
         self._redis = LoopClient(on_new=self._register_scripts)
 
     def _register_scripts(self, client: Any) -> None:
         self._acquire = client.register_script(_ACQUIRE)
+        self._count = client.register_script(_COUNT)
 
     def _client(self) -> Any:
         return self._redis.get()
 
     # ---- messages --------------------------------------------------------------------------------
 
-    async def check_message(self, user_id: int) -> None:
-        """Count one message; raise RateLimited past CHAT_RATE_LIMIT_PER_MINUTE."""
+    async def check_message(self, user_id: int) -> str:
+        """Count one message; RateLimited (with `retry_after`, seconds) when the user's last 60 s already hold
+        CHAT_RATE_LIMIT_PER_MINUTE. Returns the message's ticket, for uncount_message."""
         limit = chat_settings.CHAT_RATE_LIMIT_PER_MINUTE
+        now = int(self._clock() * 1000)
+        ticket = uuid.uuid4().hex
         r = self._client()
         if r is not None:
             try:
-                key = self._rate_key(user_id)
-                pipe = r.pipeline(transaction=False)
-                pipe.incr(key)
-                pipe.expire(key, 120)
-                count, _ = await pipe.execute()
+                wait_ms = int(await self._count(keys=[self._rate_key(user_id)], args=[now, WINDOW_MS, limit, ticket]))
             except redis_errors():
                 log.warning("rate limiter: Redis unavailable, counting in this process")
             else:
-                if count > limit:
-                    raise RateLimited(f"more than {limit} messages a minute")
-                return
-        now = time.monotonic()
+                if wait_ms:
+                    raise self._refusal(limit, wait_ms)
+                return ticket
         window = self._sends[user_id]
-        while window and now - window[0] > 60:
+        while window and window[0][0] <= now - WINDOW_MS:
             window.popleft()
         if len(window) >= limit:
-            raise RateLimited(f"more than {limit} messages a minute")
-        window.append(now)
+            raise self._refusal(limit, window[len(window) - limit][0] + WINDOW_MS - now)
+        window.append((now, ticket))
+        return ticket
 
-    async def uncount_message(self, user_id: int) -> None:
-        """Give back the count of a message that started nothing (a resend)."""
+    @staticmethod
+    def _refusal(limit: int, wait_ms: int) -> RateLimited:
+        # within 1 s..60 s: a message counted by a call that read the clock later may sort after `now`
+        return RateLimited(f"more than {limit} messages a minute", retry_after=math.ceil(min(max(wait_ms, 1), WINDOW_MS) / 1000))
+
+    async def uncount_message(self, user_id: int, ticket: str) -> None:
+        """Give back the count of a message that started nothing (a resend): its place in the window is free again."""
         r = self._client()
         if r is not None:
             try:
-                await r.decr(self._rate_key(user_id))
-                return
+                await r.zrem(self._rate_key(user_id), ticket)
             except redis_errors():
-                pass
+                pass  # counted here if Redis was away when it was counted: removed below
         window = self._sends.get(user_id)
         if window:
-            window.pop()
+            for entry in window:
+                if entry[1] == ticket:
+                    window.remove(entry)
+                    break
 
     # ---- sockets ---------------------------------------------------------------------------------
 
@@ -133,8 +170,8 @@ class Limiter:
 
     @staticmethod
     def _rate_key(user_id: int) -> str:
-        """The user's message count of the current minute."""
-        return redis_key(f"rate:{user_id}:{int(time.time() // 60)}")
+        """The user's messages of the last 60 s (a sorted set of tickets scored by time)."""
+        return redis_key(f"rate:{user_id}")
 
     @staticmethod
     def _socket_key(user_id: int) -> str:

@@ -1,5 +1,12 @@
 """Admitting a message: limits, ownership, the server-action token, idempotent resends; then its run starts.
 
+Every run - so every model call - starts through `_admitted`, the one choke point of the limits: a new message, an
+edit, a regenerate, Continue, a server action and a standard client's tool results, on every transport (websocket,
+SSE, REST, AG-UI, the AI SDK). It counts the message (CHAT_RATE_LIMIT_PER_MINUTE) and checks the daily budgets
+(CHAT_DAILY_*_BUDGET) before anything is stored; the runs in progress (CHAT_MAX_RUNNING_PER_USER) are counted in the
+transaction that stores the run; and `Admission.start`, the only place a run's task starts, refuses a turn whose
+limits were not checked. A conversation's generated title is one short model call of its first turn, admitted with it.
+
 The acknowledgement (the run's first event, `status`) waits only for the user message, its run and the (empty,
 streaming) assistant message the run answers into: one transaction.
 """
@@ -9,7 +16,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -85,29 +92,95 @@ async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXT
     if frame.client_message_id is None:
         # no id from the client: this send is a new message (no resend can match a server-made id)
         frame = frame.model_copy(update={"client_message_id": f"srv-{uuid.uuid4().hex}"})
-    # a resend (reconnect) is never rate limited: it starts nothing. Looked up front only when the limit
-    # is hit; otherwise _turn_start_db finds it in the same thread hop and its count is given back.
-    try:
-        await limiter.check_message(user.pk)
-        await budgets.check(user.pk)
-    except (RateLimited, BudgetExceeded) as refused:
-        if isinstance(refused, RateLimited):
-            metrics.RATE_LIMITED.labels("messages").inc()
+
+    async def resent() -> TurnStarted | None:
         await _credentials_verify(credentials)  # revoked credentials do not even find an earlier run
-        resent = await database_sync_to_async(turn_started_by_client_id)(user=user, client_message_id=frame.client_message_id,
-                                                                         conversation_id=frame.conversation_id, thread_id=extras.thread_id)
-        if resent is not None:
-            return resent
+        return await database_sync_to_async(turn_started_by_client_id)(user=user, client_message_id=frame.client_message_id,
+                                                                       conversation_id=frame.conversation_id, thread_id=extras.thread_id)
+
+    async def begin(admission: Admission, provider: Provider) -> TurnStarted:
+        started, record = await ADMISSION.run(_turn_start_db)(user, frame, provider, extras, credentials, admission)
+        if record is not None:
+            admission.start(frame, provider, started, record)
+            if chat_settings.CHAT_REDIS_URL:
+                await manager.listen_for(started.run_id)
+        return started
+
+    started = await _admitted(user, resent=resent, begin=begin)
+    if started.created:
+        metrics.TIME_TO_FIRST_EVENT.observe(time.perf_counter() - arrived)
+    return started
+
+
+class Admission:
+    """One turn's passage through the limits; `start` (the only place a run's task starts) refuses a turn whose
+    message rate, budgets and runs in progress were not all checked."""
+
+    def __init__(self, user: User) -> None:
+        self.user = user
+        self.ticket: str | None = None  # the message's place in the rate window
+        self.limited = False  # the message rate and the budgets were checked
+        self.counted_running = False  # the runs in progress were counted in the run's own transaction
+
+    async def limits(self) -> None:
+        """Count the message (RateLimited past CHAT_RATE_LIMIT_PER_MINUTE), then the daily budgets (BudgetExceeded)."""
+        try:
+            self.ticket = await limiter.check_message(self.user.pk)
+        except RateLimited:
+            metrics.RATE_LIMITED.labels("messages").inc()
+            raise
+        await budgets.check(self.user.pk)
+        self.limited = True
+
+    def running(self, running: int | None = None) -> None:
+        """RateLimited when the user already has CHAT_MAX_RUNNING_PER_USER runs in progress (runs of dead processes
+        are swept first). Called inside the transaction that stores the run; `running`: the count already read there."""
+        if running is None:
+            running = _running_count(self.user.pk)
+        if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER and runs_sweep():  # dead processes' runs do not count
+            running = _running_count(self.user.pk)
+        if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER:
+            metrics.RATE_LIMITED.labels("running").inc()
+            raise RateLimited("too many runs in progress")
+        self.counted_running = True
+
+    async def give_back(self) -> None:
+        """The message started nothing (a resend): its place in the rate window is free again."""
+        if self.ticket is not None:
+            await limiter.uncount_message(self.user.pk, self.ticket)
+            self.ticket = None
+
+    def start(self, frame: ChatSend, provider: Provider, started: TurnStarted, record: TurnRecord) -> None:
+        """Create the run's handle, acknowledge (seq 1) and start its task: the model calls."""
+        if not (self.limited and self.counted_running):  # a path that skipped the limits is a bug, never a free turn
+            raise RuntimeError("a run was started without its admission's limits")
+        handle = manager.create(started.run_id, started.conversation_id, self.user.pk)
+        handle.append(StatusEvent.wire, message="Thinking…")  # the ack: the user message is stored
+        manager.start(handle, turn_execute(handle, self.user, frame, provider, record))
+
+
+async def _admitted(user: User, *, resent: Callable[[], Awaitable[TurnStarted | None]],
+                    begin: Callable[[Admission, Provider], Awaitable[TurnStarted]]) -> TurnStarted:
+    """The choke point every turn passes: its limits, then `begin` (store the turn, count the runs in progress with
+    `Admission.running`, start it with `Admission.start`). A refused message that `resent` finds stored already is
+    answered with its earlier run (a resend starts nothing, so it is never refused); one `begin` finds stored gives
+    its count back."""
+    admission = Admission(user)
+    try:
+        await admission.limits()
+    except (RateLimited, BudgetExceeded):
+        earlier = await resent()
+        if earlier is not None:
+            return earlier
         raise
     provider = provider_get()
     # shielded: a caller cancelled meanwhile (socket closed, SSE client gone) must not leave a stored
     # message with a run that no task runs; the run starts and a resend or resume finds it
-    started = await asyncio.shield(_turn_begin(user, frame, provider, extras, credentials))
-    if not started.created:
-        await limiter.uncount_message(user.pk)
-    else:
-        metrics.TIME_TO_FIRST_EVENT.observe(time.perf_counter() - arrived)
+    started = await asyncio.shield(begin(admission, provider))
+    if started.created:
         metrics.RUNS_STARTED.labels(provider.name).inc()
+    else:
+        await admission.give_back()
     return started
 
 
@@ -160,25 +233,29 @@ async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str
     `message_id`, when given, must be that last answer (a client regenerating something else is refused).
     `client_message_id`, when given (chat.send's `replace_last`), makes a resend start nothing new: the question
     takes that id, so the resend finds this run."""
-    if client_message_id:
-        again = await database_sync_to_async(turn_started_by_client_id)(user=user, client_message_id=client_message_id, conversation_id=conversation_id)
-        if again is not None:
-            return again
-    await limiter.check_message(user.pk)
-    provider = provider_get()
-    return await asyncio.shield(_regenerate_begin(user, conversation_id, context, message_id, provider, client_message_id, language))
+    async def resent() -> TurnStarted | None:
+        if not client_message_id:
+            return None
+        return await database_sync_to_async(turn_started_by_client_id)(user=user, client_message_id=client_message_id, conversation_id=conversation_id)
 
+    if (again := await resent()) is not None:  # found before the limits: _regenerate_db would regenerate again
+        return again
 
-async def _regenerate_begin(user: User, conversation_id: int, context: dict[str, Any] | None, message_id: int | None,
-                            provider: Provider, client_message_id: str | None = None, language: str | None = None) -> TurnStarted:
-    started, record, frame = await ADMISSION.run(_regenerate_db)(user, conversation_id, context, message_id, provider, client_message_id, language)
-    await _run_begin(user, frame, provider, started, record)
-    return started
+    async def begin(admission: Admission, provider: Provider) -> TurnStarted:
+        started, record, frame = await ADMISSION.run(_regenerate_db)(user, conversation_id, context, message_id, provider, client_message_id,
+                                                                     language, admission)
+        admission.start(frame, provider, started, record)
+        if chat_settings.CHAT_REDIS_URL:
+            await manager.listen_for(started.run_id)
+        return started
+
+    return await _admitted(user, resent=resent, begin=begin)
 
 
 def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | None, message_id: int | None,
-                   provider: Provider, client_message_id: str | None = None,
-                   language: str | None = None) -> tuple[TurnStarted, TurnRecord, ChatSend]:
+                   provider: Provider, client_message_id: str | None = None, language: str | None = None,
+                   admission: Admission | None = None) -> tuple[TurnStarted, TurnRecord, ChatSend]:
+    """Store the regenerate's run (the runs in progress counted on `admission`, or on one of its own)."""
     try:
         with transaction.atomic():
             conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
@@ -199,9 +276,7 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
                 "language": language,
             })
             _access_verify(user, frame)
-            running = Run.objects.filter(conversation__owner=user, status=Run.Status.RUNNING).count()
-            if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER:
-                raise RateLimited("too many runs in progress")
+            (admission or Admission(user)).running()
             answers.update(replaced=True)  # the answer (and any continuation of it): an earlier version of the new one
             if client_message_id:  # a resend of this regenerate finds its run through the question
                 question.client_message_id = client_message_id
@@ -224,26 +299,10 @@ async def _credentials_verify(credentials: Credentials | None) -> None:
         raise CredentialsRevoked(code)
 
 
-async def _turn_begin(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras, credentials: Credentials | None) -> TurnStarted:
-    started, record = await ADMISSION.run(_turn_start_db)(user, frame, provider, extras, credentials)
-    if record is None:
-        return started
-    await _run_begin(user, frame, provider, started, record)
-    return started
-
-
-async def _run_begin(user: User, frame: ChatSend, provider: Provider, started: TurnStarted, record: TurnRecord) -> None:
-    """Create the run's handle, acknowledge (seq 1) and start its task."""
-    handle = manager.create(started.run_id, started.conversation_id, user.pk)
-    handle.append(StatusEvent.wire, message="Thinking…")  # the ack: the user message is stored
-    manager.start(handle, turn_execute(handle, user, frame, provider, record))
-    if chat_settings.CHAT_REDIS_URL:
-        await manager.listen_for(started.run_id)
-
-
 def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: TurnExtras,
-                   credentials: Credentials | None = None) -> tuple[TurnStarted, TurnRecord | None]:
-    """Store the user message and its run (the acknowledgement waits for exactly this, so it is kept minimal)."""
+                   credentials: Credentials | None = None, admission: Admission | None = None) -> tuple[TurnStarted, TurnRecord | None]:
+    """Store the user message and its run (the acknowledgement waits for exactly this, so it is kept minimal); the runs
+    in progress are counted on `admission` (or on one of its own)."""
     if credentials is not None and (code := credentials()) is not None:
         raise CredentialsRevoked(code)  # a turn acts as the user: never on revoked credentials
     conversation = None
@@ -257,7 +316,7 @@ def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: Turn
     nonce, refusal = _action_verify(user, frame, conversation)
     for attempt in (1, 2, 3):
         try:
-            return _turn_insert(user, frame, provider, conversation, nonce, refusal, extras)
+            return _turn_insert(user, frame, provider, conversation, nonce, refusal, extras, admission or Admission(user))
         except IntegrityError:
             if nonce is not None and UsedActionToken.objects.filter(nonce=nonce).exists():
                 # a second click (or a replay): answered in the conversation, never run again
@@ -283,7 +342,8 @@ def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: Turn
 
 
 def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: Conversation | None,
-                 nonce: str | None, refusal: str | None = None, extras: TurnExtras = NO_EXTRAS) -> tuple[TurnStarted, TurnRecord | None]:
+                 nonce: str | None, refusal: str | None = None, extras: TurnExtras = NO_EXTRAS,
+                 admission: Admission | None = None) -> tuple[TurnStarted, TurnRecord | None]:
     # A plain message to an existing conversation: the unique (conversation, client_message_id) constraint
     # turns a resend's insert into the IntegrityError _turn_start_db answers with the original run.
     plain = conversation is not None and frame.replace_last is None and nonce is None and not extras.tool_results
@@ -299,11 +359,7 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
                                               thread_id=extras.thread_id)
             if again is not None:
                 return again, None
-        if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER and runs_sweep():  # dead processes' runs do not count
-            running = _running_count(user.pk)
-        if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER:
-            metrics.RATE_LIMITED.labels("running").inc()
-            raise RateLimited("too many runs in progress")
+        (admission or Admission(user)).running(running)
         if nonce is not None:
             UsedActionToken.objects.create(nonce=nonce)
         if frame.replace_last == "question" and conversation is not None:  # an edit: the last question and its answer go

@@ -42,7 +42,8 @@ async def test_message_rate_limit(user: Any, other_user: Any, scripted: Any, set
         assert (await ws.until_terminal())[-1]["type"] == "complete"
     await ws.chat("one too many")
     err = await ws.recv()
-    assert err == {"type": "error", "code": "rate_limited", "message": err["message"]}
+    assert err == {"type": "error", "code": "rate_limited", "message": err["message"], "retry_after": err["retry_after"]}
+    assert 1 <= err["retry_after"] <= 60  # when the oldest of the two leaves the last 60 s
     assert await Message.objects.filter(role="user").acount() == 2  # nothing stored for the refusal
     bob, _ = await ws_connect(other_user)  # other users are unaffected
     await bob.chat("hi")
