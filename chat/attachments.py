@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.utils import timezone
 from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
+from chat.agent.data import as_data_inline
 from chat.conf import chat_settings
 from chat.errors import BadRequest, NotFound, RateLimited
 from chat.models import Attachment, Message
@@ -266,7 +267,8 @@ def placeholder_block(att: Attachment) -> dict[str, Any]:
 
 
 def _note(block: dict[str, Any], why: str) -> dict[str, Any]:
-    return {"type": "text", "text": f"[Attachment {block['name']} ({block['content_type']}): {why}]"}
+    # the name is whatever the file was called where it came from: fenced as data (docs/hardening.md)
+    return {"type": "text", "text": f"[Attachment {as_data_inline('file_name', block['name'])} ({block['content_type']}): {why}]"}
 
 
 def blocks_resolve(messages: list[dict[str, Any]], *, images: bool, documents: bool) -> list[dict[str, Any]]:

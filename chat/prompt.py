@@ -40,9 +40,7 @@ ERROR_FIELD_LIMITS = {"message": 500, "code": 100, "context": 1000}  # the error
 
 TROUBLESHOOTING = """\
 The user ran into this error on the page and is asking for help with it:
-Message: {message}
-Code: {code}
-Context: {context}
+{error}
 Help them troubleshoot: say in plain words what the error means, the likely cause given the page and the context,
 and concrete steps to fix or work around it. Do not invent details the error does not give; if something is
 unclear, ask one question. Never ask for passwords or keys."""
@@ -115,7 +113,9 @@ def system_prompt_build(p: PromptInput) -> str:
         ctx_lines.append("Action:\n" + as_data("action", _compact(p.action_metadata, 1000)))
     sections.append("# CONTEXT\n" + "\n".join(ctx_lines))
     if error:
-        sections.append("# TROUBLESHOOTING\n" + TROUBLESHOOTING.format(**error))
+        # the page's error carries text anyone could have written (a server's message, a field value): data too
+        fields = "\n".join(f"{label}: {error[key]}" for label, key in (("Message", "message"), ("Code", "code"), ("Context", "context")))
+        sections.append("# TROUBLESHOOTING\n" + TROUBLESHOOTING.format(error=as_data("error", fields)))
     if p.manifest:
         rows = [f"- [{m['payload_id']}] {m['type']}: {m.get('summary', '')}" for m in p.manifest]
         sections.append(
@@ -217,13 +217,23 @@ def _attachment_count(msg: dict[str, Any]) -> int:
 
 
 def _results_append(turn: list[dict[str, Any]], provider_messages: list[dict[str, Any]]) -> None:
-    """Add tool_result blocks to the turn's last tool-result message (or a new one after its assistant message)."""
-    results = [b for pm in provider_messages if isinstance(pm.get("content"), list)
+    """Add the client's tool_result blocks to the turn's last tool-result message (or a new one after its assistant
+    message), each fenced as data like a server tool's result (chat.agent.loop)."""
+    names = {b.get("id"): b.get("name") for m in turn if m["role"] == "assistant" and isinstance(m["content"], list)
+             for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"}
+    # what a client's tool returns is as untrusted as a server tool's result: its text is never instructions
+    results = [{**b, "content": as_data(f"tool:{names.get(b.get('tool_use_id')) or 'client'}", _result_text(b.get("content")))}
+               for pm in provider_messages if isinstance(pm.get("content"), list)
                for b in pm["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
     if turn and turn[-1]["role"] == "user" and isinstance(turn[-1]["content"], list):
         turn[-1] = {"role": "user", "content": [*turn[-1]["content"], *results]}
     else:
         turn.append({"role": "user", "content": results})
+
+
+def _result_text(content: Any) -> str:
+    """A stored tool result's content as text (the client's answer is a string; anything else as JSON)."""
+    return content if isinstance(content, str) else json.dumps(content, default=str, ensure_ascii=False)
 
 
 def _paired(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -131,7 +131,8 @@ async def test_frontend_tool_round_trip(user: Any, scripted: Any) -> None:
     # the model saw its call answered by the client's result
     request = scripted.requests[-1]
     results = [b for m in request.messages if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"]
-    assert results == [{"type": "tool_result", "tool_use_id": "toolu_fe", "content": "theme is now blue"}]
+    # fenced as data like a server tool's result (docs/hardening.md); the card and the stored call keep the text as given
+    assert results == [{"type": "tool_result", "tool_use_id": "toolu_fe", "content": '<data source="tool:set_theme">\ntheme is now blue\n</data>'}]
     assert any(t["name"] == "set_theme" for t in request.tools)
     # an answer to a call nobody is waiting for is refused before any run starts
     status, _, r = await post(client, run_input("fe", [*messages, {"id": "tr2", "role": "tool", "toolCallId": "nope", "content": "x"}]))

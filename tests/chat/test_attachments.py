@@ -396,7 +396,8 @@ def test_openai_gets_image_urls_and_pdfs_as_the_setting_says(user: Any, settings
         assert parts[1] == {"type": "file", "file": {"filename": "paper.pdf",
                                                      "file_data": "data:application/pdf;base64," + base64.b64encode(pdf).decode()}}
     else:  # told plainly, not silently dropped
-        assert parts[1] == {"type": "text", "text": "[Attachment paper.pdf (application/pdf): attached, but this model cannot read PDF documents]"}
+        assert parts[1] == {"type": "text", "text": '[Attachment <data source="file_name">paper.pdf</data> (application/pdf): '
+                                                    'attached, but this model cannot read PDF documents]'}
     assert parts[2] == {"type": "text", "text": "describe"}
 
 

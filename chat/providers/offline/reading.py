@@ -143,10 +143,33 @@ class Troubleshooting:
 
 
 def sections(system: str) -> dict[str, str]:
-    """The system prompt's `# NAME` sections by name."""
+    """The system prompt's `# NAME` sections by name; a heading inside a data block is the block's text, not one."""
     out: dict[str, str] = {}
-    for m in re.finditer(r"^# ([A-Z][A-Z ]+)\n(.*?)(?=^# [A-Z]|\Z)", system, re.S | re.M):
-        out[m.group(1).strip()] = m.group(2).strip()
+    name: str | None = None
+    lines: list[str] = []
+    in_data = False
+    for line in system.split("\n"):
+        heading = None if in_data else re.match(r"# ([A-Z][A-Z ]+)$", line)
+        if heading:
+            if name is not None:
+                out[name] = "\n".join(lines).strip()
+            name, lines = heading.group(1).strip(), []
+            continue
+        if DATA_OPEN.match(line):
+            in_data = True
+        elif line == DATA_CLOSE:
+            in_data = False
+        lines.append(line)
+    if name is not None:
+        out[name] = "\n".join(lines).strip()
+    return out
+
+
+def data_blocks(text: str) -> dict[str, str]:
+    """The bodies (unescaped) of the data blocks in `text` by source, the first of each."""
+    out: dict[str, str] = {}
+    for m in _DATA_BLOCKS.finditer(text):
+        out.setdefault(m.group(1), data_unescape(m.group(2)))
     return out
 
 
@@ -191,7 +214,8 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-ATTACHMENT_NOTE = re.compile(r"^\[Attachment (.+) \(([\w.+-]+/[\w.+-]+)\): [^\]]*\]$")
+# the file's name is fenced on the note's line (chat.attachments); older notes had it bare
+ATTACHMENT_NOTE = re.compile(r'^\[Attachment (?:<data source="[^"]*">(.*)</data>|(.+)) \(([\w.+-]+/[\w.+-]+)\): [^\]]*\]$')
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -207,7 +231,7 @@ def message_attachments(message: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for b in _blocks(message):
         if b.get("type") == "text" and (m := ATTACHMENT_NOTE.match(str(b.get("text", "")))):
-            out.append((m.group(1), m.group(2)))
+            out.append((data_unescape(m.group(1)) if m.group(1) is not None else m.group(2), m.group(3)))
         elif b.get("type") in ("image", "document"):
             out.append((str(b.get("title") or b["type"]), str((b.get("source") or {}).get("media_type", ""))))
     return out
@@ -225,13 +249,8 @@ class Reading:
 
     @cached_property
     def context_lines(self) -> list[str]:
-        """The page's context builder text (the CONTEXT section without the request context and interaction lines)."""
-        out = []
-        for line in self.sections.get("CONTEXT", "").splitlines():
-            if line.startswith(("Request context: ", "Interaction type: ", "Action: ")):
-                continue
-            out.append(line.rstrip())
-        return out
+        """The page's context builder text (the CONTEXT section's page data block)."""
+        return [line.rstrip() for line in data_blocks(self.sections.get("CONTEXT", "")).get("page", "").splitlines()]
 
     @cached_property
     def facts(self) -> list[tuple[str, str]]:
@@ -258,7 +277,7 @@ class Reading:
         if not m:
             return {}
         try:
-            value = json.loads(m.group(1))
+            value = json.loads(data_unescape(m.group(1)))
             return value if isinstance(value, dict) else {}
         except ValueError:
             found: dict[str, Any] = {}
@@ -283,9 +302,10 @@ class Reading:
 
     @cached_property
     def troubleshooting(self) -> Troubleshooting | None:
-        text = self.sections.get("TROUBLESHOOTING")
-        if not text:
+        section = self.sections.get("TROUBLESHOOTING")
+        if not section:
             return None
+        text = data_blocks(section).get("error", section)  # the error's fields are data (chat.prompt)
         get = {k: (m.group(1).strip() if (m := re.search(rf"^{k}: (.*)$", text, re.M)) else "") for k in ("Message", "Code", "Context")}
         return Troubleshooting(get["Message"], get["Code"], get["Context"])
 
@@ -376,13 +396,26 @@ class Reading:
 
 
 # The loop hands tool results to every model inside `<data source="...">` blocks (chat.agent.data.as_data, which
-# the agent imports from above this package); the offline model reads the text inside.
+# the agent imports from above this package), and the prompt fences the page's text the same way; the offline model
+# reads the text inside. A block's opening and closing lines are exactly these: its text cannot contain them.
+DATA_OPEN = re.compile(r'^<data source="[^"]*">$')
+DATA_CLOSE = "</data>"
 # the prompt's request context line: inside its data block (chat.prompt), or plain (older prompts)
 REQUEST_CONTEXT = re.compile(r'^Request context:(?: |\n<data source="request_context">\n)(.*)$', re.M)
 _DATA_BLOCK = re.compile(r'\A<data source="[^"]*">\n(.*)\n</data>\Z', re.S)
+_DATA_BLOCKS = re.compile(r'^<data source="([^"]*)">\n(.*?)\n</data>$', re.S | re.M)
+# as_data marks a data tag inside the text with "!" after its "<" (`<!/data>`); the plain ones are read back, as a
+# model reads past the mark (encoded or lookalike forms keep it: this model only quotes them)
+_ESCAPED_TAG = re.compile(r"<!(\s*/?\s*data)", re.I)
+_OLD_ESCAPED_TAG = re.compile(r"<\\(/?data)")  # how text was escaped before (stored tool results)
+
+
+def data_unescape(text: str) -> str:
+    """A data block's text as it was given (best effort: see _ESCAPED_TAG)."""
+    return _OLD_ESCAPED_TAG.sub(r"<\1", _ESCAPED_TAG.sub(r"<\1", text))
 
 
 def data_body(text: str) -> str:
     """The text inside one data block (unescaped), or `text` itself when it is not one."""
     m = _DATA_BLOCK.match(text)
-    return m.group(1).replace("<\\/data", "</data").replace("<\\data", "<data") if m else text
+    return data_unescape(m.group(1)) if m else text
