@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from chat.agent.types import ToolContext
-from tools.builtin.web import address_refusal, allowed_networks, fetch_webpage, html_to_text, web_search
+from tools.addresses import address_refusal
+from tools.builtin.web import allowed_networks, fetch_webpage, html_to_text, web_search
 from tools.registry import registry
 
 PAGE = b"""<!doctype html><html><head><title>Local  test page</title><style>p{color:red}</style>

@@ -1,15 +1,15 @@
 """Web tools: `fetch_webpage` (a real HTTP fetch, refusing private addresses) and `web_search` (a pluggable backend).
 
 fetch_webpage resolves the host itself, refuses any address that is not public (loopback, private, link-local,
-multicast, reserved...) unless CHAT_FETCH_ALLOWED_NETWORKS allows it, then connects to exactly that address (so a
-second DNS answer cannot swap in another one), and checks every redirect's target the same way. It reads at most
-CHAT_FETCH_MAX_BYTES within CHAT_FETCH_TIMEOUT and returns the page's text (stdlib html.parser).
+multicast, reserved...) unless CHAT_FETCH_ALLOWED_NETWORKS allows it (tools/addresses.py, the rules MCP servers
+follow too), then connects to exactly that address (so a second DNS answer cannot swap in another one), and checks
+every redirect's target the same way. It reads at most CHAT_FETCH_MAX_BYTES within CHAT_FETCH_TIMEOUT and returns
+the page's text (stdlib html.parser).
 """
 from __future__ import annotations
 
 import asyncio
 import ipaddress
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -20,11 +20,11 @@ from django.utils.module_loading import import_string
 
 from chat.agent.types import ToolContext, ToolResult
 from chat.conf import chat_settings
+from tools.addresses import AddressRefused, IPAddress, Network, networks, resolve_allowed
 from tools.registry import tool
 
 USER_AGENT = "pagechat-fetch/1.0 (+https://github.com/; a chat assistant fetching one page for its user)"
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 class FetchRefused(Exception):
@@ -34,54 +34,17 @@ class FetchRefused(Exception):
 # ---- addresses ----------------------------------------------------------------------------------
 
 
-def allowed_networks(raw: str | None = None) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+def allowed_networks(raw: str | None = None) -> list[Network]:
     """CHAT_FETCH_ALLOWED_NETWORKS as networks (a bad entry is skipped: the check reports it)."""
-    out = []
-    for part in (chat_settings.CHAT_FETCH_ALLOWED_NETWORKS if raw is None else raw).split(","):
-        if part.strip():
-            try:
-                out.append(ipaddress.ip_network(part.strip(), strict=False))
-            except ValueError:
-                continue
-    return out
-
-
-def address_refusal(ip: IPAddress, allowed: list[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> str | None:
-    """Why this address may not be fetched, or None for a public (or explicitly allowed) one."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
-    if any(ip in net for net in allowed):
-        return None
-    for kind in ("loopback", "link_local", "private", "multicast", "reserved", "unspecified"):
-        if getattr(ip, f"is_{kind}"):
-            return f"{kind.replace('_', '-')} address {ip}"
-    if not ip.is_global:
-        return f"non-public address {ip}"
-    return None
+    return networks(chat_settings.CHAT_FETCH_ALLOWED_NETWORKS if raw is None else raw)
 
 
 async def resolve_public(host: str, port: int) -> IPAddress:
     """The first address of `host` if every address it resolves to may be fetched; raises FetchRefused otherwise."""
     try:
-        literal: IPAddress | None = ipaddress.ip_address(host)
-    except ValueError:
-        literal = None
-    if literal is not None:
-        addresses = [literal]
-    else:
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise FetchRefused(f"cannot resolve {host}: {exc.strerror or exc}") from None
-        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
-    if not addresses:
-        raise FetchRefused(f"cannot resolve {host}")
-    allowed = allowed_networks()
-    for ip in addresses:  # all of them: a host must not hide a private address behind a public one
-        why = address_refusal(ip, allowed)
-        if why:
-            raise FetchRefused(f"refusing to fetch {host}: it resolves to a {why}")
-    return addresses[0]
+        return await resolve_allowed(host, port, allowed_networks())
+    except AddressRefused as exc:
+        raise FetchRefused(str(exc) if exc.unresolved else f"refusing to fetch {host}: it resolves to a {exc.reason}") from None
 
 
 # ---- text ----------------------------------------------------------------------------------------
