@@ -185,6 +185,11 @@ class ChatSettings:
     CHAT_WEB_SEARCH_BACKEND: str = setting(
         "", "dotted path to the web_search tool's backend (a callable `(query, limit, ctx) -> WebSearchResults`); "
         "default: none (the tool says web search is not configured)")
+    # ---- MCP tool servers (tools/mcp.py) ----
+    CHAT_MCP_ALLOWED_NETWORKS: str = setting(
+        "", "comma-separated networks (CIDR) an MCP server over HTTP may be at although they are private, loopback or "
+        "link-local, e.g. `10.1.0.0/16` or `127.0.0.1/32` for one on this machine; default: none (only public addresses: "
+        "the admin refuses any other URL and a call never connects to one, docs/mcp.md)")
     # ---- operations ----
     CHAT_METRICS_TOKEN: str = setting("", "bearer token that may read /metrics (staff always may); empty: staff only")
     CHAT_GC_FREEZE: bool = setting(

@@ -1,7 +1,7 @@
 """Staff tune tools: enable/disable, require approval, override the description; see use and performance."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -66,15 +66,32 @@ def _page_choices() -> list[tuple[str, str]]:
     return [(name, name) for name in places_get().page_names()]
 
 
-class McpServerForm(forms.ModelForm):
-    """Checks what a call needs, and that headers and env name environment variables (never hold a secret)."""
+STDIO_FIELDS = ("command", "args", "cwd", "env")
 
+
+def may_run_commands(request: Any) -> bool:
+    """Whether this user may register or edit a stdio server, i.e. choose a command this server runs: superusers only."""
+    return bool(request.user.is_active and request.user.is_superuser)
+
+
+class McpServerForm(forms.ModelForm):
+    """Checks what a call needs, and that headers and env name environment variables (never hold a secret).
+    `may_run_commands` False (the admin sets it for staff who are not superusers): streamable HTTP only."""
+
+    may_run_commands = True
     pages = forms.MultipleChoiceField(choices=_page_choices, required=False, widget=forms.CheckboxSelectMultiple,
                                       help_text=_("Chat pages whose assistant is offered this server's tools."))
 
     class Meta:
         model = McpServer
         fields = "__all__"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        transport = self.fields.get("transport")
+        if not self.may_run_commands and isinstance(transport, forms.ChoiceField):
+            transport.choices = [c for c in McpServer.TRANSPORTS if c[0] == McpServer.HTTP]
+            transport.initial = McpServer.HTTP
 
     def _references(self, field: str, *, http_names: bool) -> dict[str, str]:
         value = self.cleaned_data.get(field) or {}
@@ -101,6 +118,8 @@ class McpServerForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or self.cleaned_data
+        if data.get("transport") == McpServer.STDIO and not self.may_run_commands:
+            self.add_error("transport", gettext("Only superusers may register a stdio server: it runs a command on this server."))
         if data.get("transport") == McpServer.STDIO and not data.get("command"):
             self.add_error("command", gettext("A stdio server needs the command that starts it."))
         if data.get("transport") == McpServer.HTTP and not data.get("url"):
@@ -137,6 +156,22 @@ class McpServerAdmin(admin.ModelAdmin):
     ]
     actions = ["refresh_tools"]
 
+    def get_form(self, request: Any, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form = cast(type[McpServerForm], super().get_form(request, obj, change=change, **kwargs))
+        form.may_run_commands = may_run_commands(request)  # on the subclass made for this request
+        return form
+
+    def get_readonly_fields(self, request: Any, obj: Any = None) -> Any:
+        """A stdio server's command is code this server runs: only superusers set it."""
+        fields = list(super().get_readonly_fields(request, obj))
+        return fields if may_run_commands(request) else [*fields, *(f for f in STDIO_FIELDS if f not in fields)]
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        """Staff who are not superusers may view a stdio server, not change it (its command, or anything it runs with)."""
+        if obj is not None and obj.transport == McpServer.STDIO and not may_run_commands(request):
+            return False
+        return super().has_change_permission(request, obj)
+
     @admin.display(description=_("tools"))
     def tool_count(self, obj: McpServer) -> int:
         return len(obj.tools or ())
@@ -165,7 +200,7 @@ class McpServerAdmin(admin.ModelAdmin):
         mcp_server_rows_forget(names=list(queryset.values_list("name", flat=True)))
         super().delete_queryset(request, queryset)
 
-    @admin.action(description=_("Refresh tools (list them from the server now)"))
+    @admin.action(description=_("Refresh tools (list them from the server now)"), permissions=["change"])
     def refresh_tools(self, request: Any, queryset: Any) -> None:
         for server in queryset:
             _report(request, self, mcp_server_refresh(server=server))

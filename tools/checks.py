@@ -43,12 +43,11 @@ def check_tools(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMess
 
 
 def web_tool_problems() -> list[checks.CheckMessage]:
-    """The web tools' settings: the search backend imports and is callable, the allowed networks parse."""
-    import ipaddress
-
+    """The web tools' settings: the search backend imports and is callable, the allowed networks (fetch, MCP) parse."""
     from django.utils.module_loading import import_string
 
     from chat.conf import chat_settings
+    from tools.addresses import network_problems
 
     errors: list[checks.CheckMessage] = []
     path = chat_settings.CHAT_WEB_SEARCH_BACKEND
@@ -61,12 +60,9 @@ def web_tool_problems() -> list[checks.CheckMessage]:
             if not callable(backend):
                 errors.append(checks.Error(f"CHAT_WEB_SEARCH_BACKEND {path!r} is not callable", hint="Point it at a function "
                                            "(query, limit, ctx) -> tools.builtin.web.WebSearchResults, or a class.", id="tools.E005"))
-    for part in chat_settings.CHAT_FETCH_ALLOWED_NETWORKS.split(","):
-        try:
-            if part.strip():
-                ipaddress.ip_network(part.strip(), strict=False)
-        except ValueError:
-            errors.append(checks.Error(f"CHAT_FETCH_ALLOWED_NETWORKS: {part.strip()!r} is not a network",
+    for name in ("CHAT_FETCH_ALLOWED_NETWORKS", "CHAT_MCP_ALLOWED_NETWORKS"):
+        for part in network_problems(getattr(chat_settings, name)):
+            errors.append(checks.Error(f"{name}: {part!r} is not a network",
                                        hint="Comma-separated CIDR networks, e.g. 10.1.0.0/16,192.168.5.7/32.", id="tools.E006"))
     return errors
 

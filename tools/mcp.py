@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 from django.utils.translation import gettext
 
 from chat.agent.types import ToolContext, ToolProgress, ToolResult
+from chat.conf import chat_settings
 from chat.staff_settings import staff_setting
+from tools.addresses import AddressRefused, Network, guarded_transport, networks, resolve_allowed, url_host
 from tools.registry import ToolRegistry, registry as default_registry
 from tools.spec import ToolSpec
 
@@ -105,6 +107,14 @@ def env_template_resolve(value: str, *, environ: Mapping[str, str] | None = None
     return _PLACEHOLDER.sub(lambda m: environ[m.group(1)], value)
 
 
+# ---- where an HTTP server may be ----------------------------------------------------------------
+
+
+def mcp_allowed_networks() -> list[Network]:
+    """CHAT_MCP_ALLOWED_NETWORKS as networks: the private, loopback or link-local ones an HTTP server may be at."""
+    return networks(chat_settings.CHAT_MCP_ALLOWED_NETWORKS)
+
+
 # ---- the SDK client -----------------------------------------------------------------------------
 
 
@@ -125,8 +135,17 @@ async def mcp_client(config: McpServerConfig) -> AsyncIterator[Client]:
 
             if not config.url:
                 raise McpConfigError("no URL is set")
+            # checked before anything is sent (a refused address is a clear error), then again by every connection
+            # the client opens, to the address it checked: a name that resolves elsewhere later, or a redirect, is refused too
+            allowed = mcp_allowed_networks()
+            try:
+                host, port = url_host(config.url)
+            except ValueError as exc:
+                raise McpConfigError(str(exc)) from None
+            await resolve_allowed(host, port, allowed)
             headers = {name: env_template_resolve(ref) for name, ref in config.headers.items()}
-            http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(config.timeout)))
+            http = await stack.enter_async_context(httpx2.AsyncClient(
+                headers=headers, timeout=httpx2.Timeout(config.timeout), transport=guarded_transport(allowed)))
             target = streamable_http_client(config.url, http_client=http)
         else:
             raise McpConfigError(f"unknown transport {config.transport!r}")
@@ -153,6 +172,11 @@ def failure_text(config: McpServerConfig, exc: BaseException, *, staff: bool = F
     who = f"MCP server '{config.name}'"
     if isinstance(exc, McpConfigError):
         return f"{who} is not configured correctly: {exc.staff_detail if staff else exc}."
+    if isinstance(exc, AddressRefused) and exc.unresolved:
+        return f"{who} is unreachable (its host name does not resolve)."
+    if isinstance(exc, AddressRefused):  # users are not told which internal address it was
+        return (f"{who} is refused ({exc}): only public addresses, unless CHAT_MCP_ALLOWED_NETWORKS allows the network."
+                if staff else f"{who} is refused: its address is not a public one.")
     if isinstance(exc, TimeoutError):
         return f"{who} did not answer within {config.timeout:g} s; the call was stopped."
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:

@@ -1,6 +1,8 @@
 """ORM mirror of registered tools: staff tune them here, code stays the source of truth."""
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.utils.translation import gettext
 
 # an MCP server's name starts its tools' names (<name>__<tool>): a model provider accepts [a-zA-Z0-9_-] only
 MCP_SERVER_NAME = RegexValidator(r"^[a-z0-9](?:[a-z0-9-]|_(?!_))*$", "Lower-case letters, digits, '-' and single '_'.")
@@ -79,3 +81,18 @@ class McpServer(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        """An HTTP server's URL must name a host whose every address is public or in CHAT_MCP_ALLOWED_NETWORKS
+        (saving it in the admin connects there at once, with its headers); the host name is resolved, nothing is sent."""
+        super().clean()
+        if self.transport != self.HTTP or not self.url:
+            return
+        from chat.conf import chat_settings
+        from tools.addresses import networks, url_refusal
+
+        why = url_refusal(self.url, networks(chat_settings.CHAT_MCP_ALLOWED_NETWORKS))
+        if why:
+            raise ValidationError({"url": gettext(
+                "This URL is refused (%(why)s): only servers at public addresses can be registered, unless "
+                "CHAT_MCP_ALLOWED_NETWORKS allows the network.") % {"why": why}})

@@ -65,6 +65,12 @@ def http_url() -> Iterator[str]:
 
 
 @pytest.fixture(autouse=True)
+def local_servers_allowed(settings: Any) -> None:
+    """The test server listens on this machine's loopback address, which MCP servers may only be at when allowed."""
+    settings.CHAT_MCP_ALLOWED_NETWORKS = "127.0.0.1/32"
+
+
+@pytest.fixture(autouse=True)
 def mcp_pages(transactional_db: Any) -> Iterator[None]:
     """Two pages; afterwards no server row and none of their tools left in the registry."""
     pages.register(PageSpec(name="m_page", identity="MCP test page."))

@@ -49,7 +49,8 @@ async def test_demo_setup_registers_the_corpus_server_and_a_turn_searches_throug
     assert await McpServer.objects.filter(name="corpus").acount() == 1
 
 
-async def test_the_corpus_server_over_streamable_http() -> None:
+async def test_the_corpus_server_over_streamable_http(settings: Any) -> None:
+    settings.CHAT_MCP_ALLOWED_NETWORKS = "127.0.0.1/32"  # a server on this machine: refused unless allowed
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "pages.demo.mcp_server", "--http", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
