@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -193,7 +194,7 @@ def history_build(stored: Iterable[StoredMessage], *, budget_tokens: int) -> lis
         elif m.role == "user":
             turns.append([{"role": "user", "content": m.content or "(empty message)"}])
         elif turns:
-            blocks = list(m.provider_messages) if m.provider_messages else (
+            blocks = [_results_refenced(pm) for pm in m.provider_messages] if m.provider_messages else (
                 [{"role": "assistant", "content": m.content}] if m.content.strip() else []
             )
             turns[-1].extend(blocks)
@@ -229,6 +230,22 @@ def _results_append(turn: list[dict[str, Any]], provider_messages: list[dict[str
         turn[-1] = {"role": "user", "content": [*turn[-1]["content"], *results]}
     else:
         turn.append({"role": "user", "content": results})
+
+
+_STORED_BLOCK = re.compile(r'\A<data source="([^"]*)">\n(.*)\n</data>\Z', re.S)
+
+
+def _results_refenced(message: dict[str, Any]) -> dict[str, Any]:
+    """A stored message with its tool results' data blocks escaped again: a row written before the fence caught every
+    form of a closing tag (docs/hardening.md) holds the text as it was then; escaping twice changes nothing."""
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, list):
+        return message
+    out = []
+    for b in content:
+        m = _STORED_BLOCK.match(b["content"]) if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("content"), str) else None
+        out.append({**b, "content": as_data(m.group(1), m.group(2))} if m else b)
+    return {**message, "content": out}
 
 
 def _result_text(content: Any) -> str:

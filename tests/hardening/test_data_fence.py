@@ -201,9 +201,10 @@ def reader(django_user_model: Any) -> Any:
 def fence_page() -> Iterator[None]:
     """A page whose context builder shows a field's value, as a page shows what anyone wrote into a record."""
     pages.register(PageSpec(name="fence_page", identity="Fence test page.",
-                            context_builder=lambda context, user: f"The user is editing a record.\nDescription: {PAGE_TEXT['value']}"))
+                            context_builder=lambda context, user: f"The user is editing a record.\nDescription: {PAGE_TEXT.get('value', '')}"))
     yield
     pages.unregister("fence_page")
+    PAGE_TEXT.clear()
 
 
 @pytest.fixture(scope="module")
@@ -313,6 +314,20 @@ def from_payload_manifest(variant: str, user: Any, **_: Any) -> ProviderRequest:
     return plan_request(user, frame(), conversation_id=conversation.pk)
 
 
+def from_stored_tool_result(variant: str, user: Any, **_: Any) -> ProviderRequest:
+    """A tool result stored before this fence (escaped as the code then did: only a lowercase tag), read back as history."""
+    before = hostile(variant).replace("</data", "<\\/data").replace("<data", "<\\data")
+    conversation = Conversation.objects.create(owner=user)
+    Message.objects.create(conversation=conversation, role="user", content="look it up")
+    Message.objects.create(conversation=conversation, role="assistant", content="Found it.", provider_messages=[
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_old", "name": "lookup", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_old",
+                                      "content": f'<data source="tool:lookup">\n{before}\n</data>'}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Found it."}]}])
+    Message.objects.create(conversation=conversation, role="user", content="what now?")
+    return plan_request(user, frame(), conversation_id=conversation.pk)
+
+
 def from_preferences(variant: str, user: Any, **_: Any) -> ProviderRequest:
     """The user's preferences, set with `PUT <api>preferences/`."""
     client = Client()
@@ -339,7 +354,7 @@ SERVERS = {"mcp": "mcp_url", "web": "site"}
 SOURCES: dict[str, Callable[..., ProviderRequest]] = {
     "tool": from_tool, "mcp": from_mcp, "web": from_web, "page": from_page, "request_context": from_request_context,
     "error": from_error, "action": from_action, "payload_manifest": from_payload_manifest, "preferences": from_preferences,
-    "file_name": from_file_name,
+    "file_name": from_file_name, "stored_tool_result": from_stored_tool_result,
 }
 
 
