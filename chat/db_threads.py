@@ -73,9 +73,13 @@ CREDENTIALS = DbThread("chat-auth")
 RUNS = DbThread("chat-runs")
 # Readiness probes (/readyz): never queued behind turns' writes or Django's shared thread, one connection.
 PROBES = DbThread("chat-probe")
+# The process's heartbeat, the stale-run sweep and the polls on it (chat.runs.manager): a late heartbeat lets other
+# processes sweep this one's live runs, so it never waits for turns or Django's shared thread; and it never runs on
+# the thread of the request whose turn started the loop (asgiref's executor of a sync view dies with the request).
+HEARTBEAT = DbThread("chat-beat")
 
 
 def db_threads_close() -> None:
     """Close the connections of every thread here."""
-    for thread in (ADMISSION, CREDENTIALS, RUNS, PROBES):
+    for thread in (ADMISSION, CREDENTIALS, RUNS, PROBES, HEARTBEAT):
         thread.close_connections()

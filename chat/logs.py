@@ -5,10 +5,15 @@ LOGGING = {..., "filters": {"chat": {"()": "chat.logs.RunContextFilter"}},
            "formatters": {"json": {"()": "chat.logs.JsonFormatter"}}, ...}   (config/settings.py does this)
 
 Nothing here logs message text; the turn's own lines carry ids, codes, counts and timings only.
+
+Levels: an expected condition (an idle channel-layer receive ending on its timeout) is not logged above DEBUG; a
+recoverable one (Redis or the database away for a while) is one WARNING line with its context and no traceback,
+through `Throttled` when it can repeat every second; ERROR with a traceback is a bug or a lost turn.
 """
 from __future__ import annotations
 
 import logging
+import time
 from contextvars import ContextVar
 from typing import Any
 
@@ -47,3 +52,45 @@ class JsonFormatter(_JsonFormatter):
         kwargs.setdefault("rename_fields", {"asctime": "time", "levelname": "level", "name": "logger"})
         kwargs.setdefault("timestamp", False)
         super().__init__(*args, **kwargs)
+
+
+def describe(exc: BaseException) -> str:
+    """`Type: message` of an exception, for a one-line warning (drivers' messages name hosts, never passwords)."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+class Throttled:
+    """A recoverable condition that may recur every second: one WARNING line (no traceback) at most every `interval`
+    seconds, counting the recurrences it folded in; `recovered()` notes the end in one INFO line. (With
+    `level=logging.ERROR, traceback=True`: a bug that would recur as often, its traceback once per interval.)"""
+
+    def __init__(self, logger: logging.Logger, interval: float = 60.0, *, level: int = logging.WARNING,
+                 traceback: bool = False) -> None:
+        self.logger = logger
+        self.interval = interval
+        self.level = level
+        self.traceback = traceback
+        self._next = 0.0  # time.monotonic() from which the next warning is written
+        self._folded = 0  # recurrences since the last line written
+        self._failing = False
+
+    def warning(self, msg: str, *args: object, exc: BaseException | None = None) -> None:
+        """Log `msg % args` (and `describe(exc)`, or its traceback) unless a line went out less than `interval` s ago."""
+        self._failing = True
+        now = time.monotonic()
+        if now < self._next:
+            self._folded += 1
+            return
+        if exc is not None and not self.traceback:
+            msg, args = f"{msg}: %s", (*args, describe(exc))
+        if self._folded:
+            msg, args = f"{msg} (%d more in the last %.0f s)", (*args, self._folded, self.interval)
+        self.logger.log(self.level, msg, *args, exc_info=exc if self.traceback else None, stacklevel=2)
+        self._next, self._folded = now + self.interval, 0
+
+    def recovered(self, msg: str, *args: object) -> None:
+        """After warnings: one INFO line saying the condition ended; the next failure is reported at once."""
+        if self._failing:
+            self._failing, self._next, self._folded = False, 0.0, 0
+            self.logger.info(msg, *args, stacklevel=2)

@@ -15,6 +15,7 @@ Guarantees (tested in tests/resilience/):
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import socket
@@ -23,11 +24,14 @@ import uuid
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from django.db import DatabaseError
 
 from chat.conf import chat_settings
+from chat.db_threads import HEARTBEAT
 from chat.limits import limiter
+from chat.logs import Throttled
 from chat.models import Run
+from chat.redis_client import redis_errors
 from chat.runs import store
 from chat.runs.doorbell import Doorbell
 from chat.runs.handle import WRITE_RETRY_MAX, RunHandle
@@ -63,6 +67,10 @@ class RunManager:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sigterm = SigtermChain()
         self.stopping = False
+        # recoverable conditions that repeat every heartbeat: one warning line a minute, not one a tick
+        self._beat_failed = Throttled(log)
+        self._beat_bug = Throttled(log, level=logging.ERROR, traceback=True)
+        self._log_unavailable = Throttled(log)
 
     # ---- configuration ---------------------------------------------------------------------------
 
@@ -203,7 +211,7 @@ class RunManager:
             beat = row["heartbeat_at"]
             if beat is None or store.age(beat) <= chat_settings.CHAT_STALE_AFTER:
                 return "running"  # its owner is alive and writes (or, after a Redis restart, rewrites) the log
-            await store.runs_sweep_stale()  # its owner stopped beating
+            await HEARTBEAT.run(store.runs_sweep)()  # its owner stopped beating
             row = await store.run_row(run_id)
             if row is None:
                 return "gone"
@@ -233,18 +241,13 @@ class RunManager:
     async def close_log(self, run_id: str) -> int:
         """Give the log of a run that ended without writing it (its process died) its terminal event."""
         shared = self.shared_log()
-        run = await store.run_ended(run_id=run_id) if shared is not None else None
-        if shared is None or run is None:
+        event = await HEARTBEAT.run(store.run_closing_event)(run_id=run_id) if shared is not None else None
+        if shared is None or event is None:
             return -1
-        event = None
-        if run.status != Run.Status.INTERRUPTED:
-            event = await sync_to_async(store.run_terminal_event)(run=run, staff=False, seq=0)
-        if event is None:
-            event = store.run_interrupted_event(run=run, seq=0)
         before, after = event.envelope().around_seq(event.model_dump_json())
         seq = await shared.close_stream(run_id, before, after)
         if seq > 0:
-            await store.run_last_seq_set(run_id=run_id, seq=seq)
+            await HEARTBEAT.run(store.run_last_seq_set)(run_id=run_id, seq=seq)
         return seq
 
     # ---- signalling ------------------------------------------------------------------------------
@@ -297,7 +300,10 @@ class RunManager:
             self._background = self._spawn(self._heartbeat_loop())
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coro)
+        """A process-wide task (the heartbeat, the doorbell's receiver) in an empty context of its own: it outlives the
+        request or socket that happened to start it, so it inherits nothing from it (asgiref's executor of that
+        request, whose thread is gone once it answered; its log ids)."""
+        task = asyncio.get_running_loop().create_task(coro, context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
@@ -308,34 +314,45 @@ class RunManager:
                 await self.tick()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.warning("heartbeat failed", exc_info=True)
+            except (DatabaseError, *redis_errors()) as exc:  # the database or Redis is away: the next tick tries again
+                self._beat_failed.warning("heartbeat failed", exc=exc)
+            except Exception as exc:  # a bug: the loop (the sweep, the polls) goes on, its traceback once a minute
+                self._beat_bug.warning("heartbeat failed", exc=exc)
+            else:
+                self._beat_failed.recovered("heartbeat: working again")
             await asyncio.sleep(chat_settings.CHAT_HEARTBEAT_INTERVAL)
 
     async def tick(self) -> None:
-        """One heartbeat: mark owned runs alive, sweep dead owners' runs, repair and poll what the doorbell may miss."""
-        await store.runs_heartbeat(run_ids=self.running_ids(), process_id=PROCESS_ID)
-        if await store.runs_sweep_stale():
+        """One heartbeat: mark owned runs alive, sweep dead owners' runs, repair and poll what the doorbell may miss.
+
+        Its database work runs on the heartbeat's own thread (chat.db_threads.HEARTBEAT): never on the thread of the
+        request that started the loop, and never queued behind turns (a late beat lets other processes sweep live runs)."""
+        if await HEARTBEAT.run(store.runs_heartbeat)(run_ids=self.running_ids(), process_id=PROCESS_ID):
             await self._close_swept()
         await self._poll_approvals()
         shared = self.shared_log()
         if shared is not None:
+            failed: BaseException | None = None
             for step in (self._verify_logs, self._poll_cancels):
                 try:
                     await step(shared)
-                except shared.errors:
-                    log.warning("the run log is unavailable during the heartbeat")
+                except shared.errors as exc:
+                    failed = exc
+            if failed is not None:
+                self._log_unavailable.warning("the run log is unavailable during the heartbeat", exc=failed)
+            else:
+                self._log_unavailable.recovered("the run log answers again")
         await limiter.refresh()
 
     async def _close_swept(self) -> None:
         shared = self.shared_log()
         if shared is None:
             return
-        for run_id in await store.runs_recently_interrupted():
+        for run_id in await HEARTBEAT.run(store.runs_recently_interrupted)():
             try:
                 await self.close_log(run_id)
-            except shared.errors:
-                log.warning("could not close the log of interrupted run %s", run_id)
+            except shared.errors as exc:
+                self._log_unavailable.warning("could not close the log of interrupted run %s", run_id, exc=exc)
 
     async def _verify_logs(self, shared: RunLog) -> None:
         """After a Redis restart the logs are gone: rewrite those of runs this process still holds, and have writers
@@ -367,7 +384,7 @@ class RunManager:
         waiting = {(h.run_id, tid): fut for h in self._running_handles() for tid, fut in h.approvals.items() if not fut.done()}
         if not waiting:
             return
-        for run_id, tool_use_id, approved in await store.approvals_answered(run_ids={rid for rid, _ in waiting}):
+        for run_id, tool_use_id, approved in await HEARTBEAT.run(store.approvals_answered)(run_ids={rid for rid, _ in waiting}):
             fut = waiting.get((run_id, tool_use_id))
             if fut is not None and not fut.done():
                 fut.set_result(approved)
@@ -380,7 +397,7 @@ class RunManager:
             self._sigterm.install(self._on_sigterm)
 
     async def _on_sigterm(self) -> None:
-        log.warning("SIGTERM: finishing %d running run(s) before stopping", len(self.running_ids()))
+        log.info("SIGTERM: finishing %d running run(s) before stopping", len(self.running_ids()))  # a deploy, not a fault
         await self.shutdown(timeout=chat_settings.CHAT_SHUTDOWN_TIMEOUT)
 
     async def shutdown(self, timeout: float = 10.0) -> None:

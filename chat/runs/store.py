@@ -5,7 +5,6 @@ import uuid
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
@@ -50,10 +49,12 @@ def age(when: datetime) -> float:
     return (timezone.now() - when).total_seconds()
 
 
-async def runs_heartbeat(*, run_ids: list[str], process_id: str) -> None:
-    """Mark this process's running runs alive (one UPDATE for all of them)."""
+def runs_heartbeat(*, run_ids: list[str], process_id: str) -> int:
+    """One heartbeat's database work: mark this process's running runs alive (one UPDATE for all of them), then
+    sweep the runs of owners that stopped beating (runs_sweep); the number swept."""
     if run_ids:
-        await Run.objects.filter(pk__in=run_ids, status=Run.Status.RUNNING).aupdate(heartbeat_at=timezone.now(), owner_process=process_id)
+        Run.objects.filter(pk__in=run_ids, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now(), owner_process=process_id)
+    return runs_sweep()
 
 
 def runs_sweep(*, conversation_id: int | None = None) -> int:
@@ -81,11 +82,6 @@ def _tool_calls_interrupt(run_ids: list[Any]) -> None:
         status=ToolCall.Status.INTERRUPTED, error="The server process stopped while this tool ran; it was not run again.")
 
 
-async def runs_sweep_stale() -> int:
-    """The heartbeat's sweep (see runs_sweep)."""
-    return await sync_to_async(runs_sweep)()
-
-
 def runs_interrupt_all_running() -> int:
     """Startup sweep for a single-process deployment: nothing can still be running."""
     with transaction.atomic():
@@ -96,27 +92,31 @@ def runs_interrupt_all_running() -> int:
     return len(ids)
 
 
-async def runs_recently_interrupted(*, seconds: float = 60) -> list[str]:
+def runs_recently_interrupted(*, seconds: float = 60) -> list[str]:
     """Runs swept in the last `seconds` (their logs may still lack a terminal event)."""
     since = timezone.now() - timedelta(seconds=seconds)
     rows = Run.objects.filter(status=Run.Status.INTERRUPTED, finished_at__gte=since).values_list("pk", flat=True)
-    return [str(pk) async for pk in rows[:SWEEP_BATCH]]
+    return [str(pk) for pk in rows[:SWEEP_BATCH]]
 
 
-async def run_last_seq_set(*, run_id: str, seq: int) -> None:
-    await Run.objects.filter(pk=run_id).aupdate(last_seq=seq)
+def run_last_seq_set(*, run_id: str, seq: int) -> None:
+    Run.objects.filter(pk=run_id).update(last_seq=seq)
 
 
-async def approvals_answered(*, run_ids: set[str]) -> list[tuple[str, str, bool]]:
+def approvals_answered(*, run_ids: set[str]) -> list[tuple[str, str, bool]]:
     """(run_id, tool_use_id, approved) of answered approvals of these runs."""
     rows = PendingApproval.objects.filter(run_id__in=run_ids, approved__isnull=False)
-    return [(str(r), t, bool(a)) async for r, t, a in rows.values_list("run_id", "tool_use_id", "approved")]
+    return [(str(r), t, bool(a)) for r, t, a in rows.values_list("run_id", "tool_use_id", "approved")]
 
 
-async def run_ended(*, run_id: str) -> Run | None:
-    """The run with its message, if it has ended."""
-    run = await Run.objects.select_related("assistant_message").filter(pk=run_id).afirst()
-    return None if run is None or run.status == Run.Status.RUNNING else run
+def run_closing_event(*, run_id: str) -> RunEvent | None:
+    """The terminal event for the log of a run that ended without writing it (seq 0: the log numbers it); None
+    while the run is still running, or when there is no such run."""
+    run = Run.objects.select_related("assistant_message").filter(pk=run_id).first()
+    if run is None or run.status == Run.Status.RUNNING:
+        return None
+    event = None if run.status == Run.Status.INTERRUPTED else run_terminal_event(run=run, staff=False, seq=0)
+    return event if event is not None else run_interrupted_event(run=run, seq=0)
 
 
 def run_terminal_event(*, run: Run, staff: bool, seq: int) -> RunEvent | None:

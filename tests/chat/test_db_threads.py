@@ -111,5 +111,5 @@ def test_closing_the_database_threads_closes_every_one_the_module_defines(monkey
     monkeypatch.setattr(DbThread, "close_connections", lambda self: closed.append(self))
     db_threads.db_threads_close()
     defined = [v for v in vars(db_threads).values() if isinstance(v, DbThread)]
-    assert {t._executor._thread_name_prefix for t in defined} == {"chat-ack", "chat-auth", "chat-runs", "chat-probe"}
+    assert {t._executor._thread_name_prefix for t in defined} == {"chat-ack", "chat-auth", "chat-runs", "chat-probe", "chat-beat"}
     assert sorted(map(id, closed)) == sorted(map(id, defined))
