@@ -17,6 +17,8 @@ from chat.conf import chat_settings
 from chat.errors import ServiceError
 from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameError, error_event, parse_frame
 from chat.limits import limiter
+from chat.logs import Throttled
+from chat.redis_client import receive_timed_out
 from chat.runs import ResyncRequired, manager
 from chat.signals import user_group
 
@@ -24,6 +26,7 @@ log = logging.getLogger(__name__)
 
 
 _CLEANUPS: set[asyncio.Task[None]] = set()  # releases scheduled by cancelled consumers, kept until done
+_RECEIVE_FAILED = Throttled(log)  # every socket of the process retries each second while Redis is away: one line
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -49,8 +52,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     return await receive()
                 except asyncio.CancelledError:
                     raise
-                except Exception:
-                    log.warning("channel layer receive failed; retrying", exc_info=log.isEnabledFor(logging.DEBUG))
+                except Exception as exc:
+                    if receive_timed_out(exc):
+                        continue  # an idle wait ended on the client's clock (a layer without channel_layer_host)
+                    _RECEIVE_FAILED.warning("channel layer receive failed; retrying", exc=exc)
                     await asyncio.sleep(1.0)
 
         self._channel_receive = resilient

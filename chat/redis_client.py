@@ -24,6 +24,28 @@ def redis_errors() -> tuple[type[BaseException], ...]:
     return (rexc.RedisError, ConnectionError, OSError, asyncio.TimeoutError)
 
 
+# channels-redis's receive blocks in BZPOPMIN for its brpop_timeout (5 s) and then asks again. redis-py's default
+# socket timeout is 5 s too, so an idle receive may end on the client's clock first: a TimeoutError, a dropped
+# connection and a reconnect every 5 s. A socket timeout well above the wait lets every idle wait end on the server's
+# answer (nothing); a Redis that stops answering is still noticed, 15 s later.
+CHANNEL_LAYER_SOCKET_TIMEOUT = 15.0
+
+
+def channel_layer_host(url: str) -> dict[str, Any]:
+    """A channels-redis `hosts` entry for `url` whose idle receives end normally (see CHANNEL_LAYER_SOCKET_TIMEOUT):
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                  "CONFIG": {"hosts": [channel_layer_host(REDIS_URL)]}}}"""
+    return {"address": url, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT}
+
+
+def receive_timed_out(exc: BaseException) -> bool:
+    """Whether a channel layer's receive ended on the client's socket timeout: with a layer configured without
+    channel_layer_host, the normal end of an idle wait (no message yet), not a failure."""
+    import redis.exceptions as rexc
+
+    return isinstance(exc, rexc.TimeoutError)
+
+
 class LoopClient:
     """Holds the client for the running loop; `get()` is None without CHAT_REDIS_URL."""
 

@@ -8,6 +8,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from chat.conf import ChatSettings
+from chat.redis_client import channel_layer_host
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -124,8 +125,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Redis: channel layer + (through chat.conf, which reads REDIS_URL) the durable run log; in-process otherwise.
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
+    # channel_layer_host: a socket timeout above channels-redis's blocking wait, so idle receives end quietly
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [channel_layer_host(REDIS_URL)]}}
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
