@@ -9,6 +9,7 @@ from django.db.models import Avg, Count, Q
 from django.utils.html import format_html_join
 from django.utils.translation import gettext, gettext_lazy as _, ngettext
 
+from chat.events.client import ClientJSONError, client_json
 from chat.places import places_get
 from tools.mcp import McpRefresh, env_template_problem, mcp_server_refresh, mcp_server_rows_forget, mcp_tool_rows_sync
 from tools.models import McpServer, Tool
@@ -74,6 +75,22 @@ def may_run_commands(request: Any) -> bool:
     return bool(request.user.is_active and request.user.is_superuser)
 
 
+class StrictJSONFormField(forms.JSONField):
+    """Django's JSON form field reading its text the way every API transport does (chat.events.client.client_json):
+    NaN, Infinity, NUL and lone surrogates are a form error, not a row the database refuses with a 500."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and value.strip():
+            try:
+                client_json(value, MAX_FIELD_BYTES, what="this value")
+            except ClientJSONError as exc:
+                raise forms.ValidationError(exc.error.message, code="invalid") from None
+        return super().to_python(value)
+
+
+MAX_FIELD_BYTES = 64 * 1024  # a list of arguments or a few header names, never a document
+
+
 class McpServerForm(forms.ModelForm):
     """Checks what a call needs, and that headers and env name environment variables (never hold a secret).
     `may_run_commands` False (the admin sets it for staff who are not superusers): streamable HTTP only."""
@@ -85,6 +102,7 @@ class McpServerForm(forms.ModelForm):
     class Meta:
         model = McpServer
         fields = "__all__"
+        field_classes = {"args": StrictJSONFormField, "env": StrictJSONFormField, "headers": StrictJSONFormField}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
