@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
 
-from chat.budgets import spent_in_database
+from chat.budgets import budgets
 from chat.models import Run
 from chat.providers import scripted as s
 from tests.chat.test_http import TokenClient, auth_headers
@@ -129,10 +128,11 @@ async def _refused_without_a_model_call(attempt: Attempt, user: Any, history: Hi
 async def test_every_path_that_calls_the_model_is_refused_at_each_limit_without_a_model_call(
         path: str, user: Any, scripted: Any, settings: Any) -> None:
     attempt = PATHS[path]
+    settings.CHAT_DAILY_TOKEN_BUDGET = 10**9  # a budget from the start: with Redis, spending is recorded only then
     history = await _history(user, scripted)
 
     # the daily token budget, used up: budget_exceeded until midnight UTC
-    settings.CHAT_DAILY_TOKEN_BUDGET = (await sync_to_async(spent_in_database)(user_id=user.pk)).tokens
+    settings.CHAT_DAILY_TOKEN_BUDGET = (await budgets.spent_today(user.pk)).tokens
     answer = await _refused_without_a_model_call(attempt, user, history, scripted)
     assert answer.code == "budget_exceeded" and answer.retry_after is not None and 1 <= answer.retry_after <= 86400, answer
     settings.CHAT_DAILY_TOKEN_BUDGET = 0
