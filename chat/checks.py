@@ -2,8 +2,8 @@
 
 - chat.E001  a setting has the wrong type
 - chat.E002  a number is negative (or zero where zero makes no sense)
-- chat.E003  CHAT_PROVIDER does not import
-- chat.E004  CHAT_PROVIDER is not a chat.providers.base.Provider subclass
+- chat.E003  CHAT_PROVIDER (or CHAT_EVAL_JUDGE_PROVIDER) does not import
+- chat.E004  CHAT_PROVIDER (or CHAT_EVAL_JUDGE_PROVIDER) is not a chat.providers.base.Provider subclass
 - chat.E005  CHAT_RUN_LOG_BACKEND does not import or is not a chat.runs.log.RunLog subclass
 - chat.E006  the Redis run log without a Redis URL (CHAT_REDIS_URL / REDIS_URL)
 - chat.E007  the provider's own settings are incomplete (e.g. `openai` without OPENAI_API_KEY or OPENAI_BASE_URL)
@@ -43,7 +43,7 @@ def _subclass_error(path: str, setting: str, base: type, ids: tuple[str, str]) -
     try:
         obj = import_string(path)
     except ImportError as exc:
-        hint = "Use an alias or a dotted path to a class." if setting != "CHAT_PROVIDER" else (
+        hint = "Use an alias or a dotted path to a class." if setting not in ("CHAT_PROVIDER", "CHAT_EVAL_JUDGE_PROVIDER") else (
             f"Use one of {', '.join(sorted(PROVIDER_ALIASES))} or a dotted path to a Provider subclass.")
         return Error(f"{setting} {path!r} does not import: {exc}", hint=hint, id=ids[0])
     if not (isinstance(obj, type) and issubclass(obj, base)):
@@ -75,6 +75,10 @@ def check_chat_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs
             provider_cls: type[Provider] = import_string(chat_settings.CHAT_PROVIDER)
             errors += [Error(problem, hint="See the README's provider configuration table.", id="chat.E007")
                        for problem in provider_cls.check_settings(chat_settings)]
+    judge = chat_settings.CHAT_EVAL_JUDGE_PROVIDER
+    if judge and not any(e.id == "chat.E001" and "CHAT_EVAL_JUDGE_PROVIDER " in e.msg for e in errors):
+        found = _subclass_error(PROVIDER_ALIASES.get(judge, judge), "CHAT_EVAL_JUDGE_PROVIDER", Provider, ("chat.E003", "chat.E004"))
+        errors += [found] if found else []
     if not any(e.id == "chat.E001" and "CHAT_RUN_LOG_BACKEND " in e.msg for e in errors):
         backend = chat_settings.CHAT_RUN_LOG_BACKEND
         found = _subclass_error(backend, "CHAT_RUN_LOG_BACKEND", RunLog, ("chat.E005", "chat.E005"))

@@ -201,6 +201,11 @@ class ChatSettings:
     # ---- your users' data ----
     CHAT_RETENTION_DAYS: float | None = setting(
         None, "days a conversation is kept after its last activity; `manage.py chat_purge` removes older ones. None: keep forever")
+    # ---- evals (docs/evals.md) ----
+    CHAT_EVAL_JUDGE_PROVIDER: str = setting(
+        "", "the provider that grades the eval cases with a `judge` (`manage.py chat_eval`): a CHAT_PROVIDER name or dotted "
+        "path; empty: judged cases are skipped")
+    CHAT_EVAL_JUDGE_MODEL: str = setting("", "the model the eval judge is asked for; empty: CHAT_MODEL")
 
     def __getattr__(self, name: str) -> Any:
         """Anything that is not an engine setting is Django's (custom providers read their own settings here)."""

@@ -18,6 +18,8 @@ class Conversation(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     # when its owner pinned it to the top of their list (None: not pinned); pinning leaves updated_at alone
     pinned_at = models.DateTimeField(null=True, blank=True)
+    # a conversation an eval ran (chat.evals): persisted like any other, kept out of its owner's own list
+    is_eval = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-updated_at"]

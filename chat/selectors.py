@@ -36,8 +36,9 @@ __all__ = [
 def conversation_list(*, user: User, query: str = "") -> QuerySet[Conversation]:
     """The user's conversations: the pinned ones first (the latest pinned first), then the most recently updated
     first; with `query`, only those whose title or any message contains it (case-insensitive), each annotated with
-    `snippet`, where its first message that says it says it ("" for a title match only; see conversation_snippet)."""
-    conversations = Conversation.objects.filter(owner=user)
+    `snippet`, where its first message that says it says it ("" for a title match only; see conversation_snippet).
+    The conversations an eval ran as the user (`is_eval`) are not the user's own: never listed or found."""
+    conversations = Conversation.objects.filter(owner=user, is_eval=False)
     if query:
         said = Message.objects.shown().filter(conversation=OuterRef("pk"), content__icontains=query)
         conversations = conversations.filter(Q(title__icontains=query) | Exists(said)).annotate(

@@ -58,8 +58,10 @@ async def run_replay_or_resync(*, user: User, run_id: str, after_seq: int) -> st
     return error_event("resync", "These events are no longer available; reload the conversation.", run_id=run_id).wire()
 
 
-def conversation_create(*, user: User, title: str = "", page: str = "", pinned: bool = False) -> Conversation:
-    return Conversation.objects.create(owner=user, title=title[:200], page=page[:100], pinned_at=timezone.now() if pinned else None)
+def conversation_create(*, user: User, title: str = "", page: str = "", pinned: bool = False, is_eval: bool = False) -> Conversation:
+    """A new, empty conversation of the user; `is_eval`: one an eval runs as the user (kept out of the user's list)."""
+    return Conversation.objects.create(owner=user, title=title[:200], page=page[:100], pinned_at=timezone.now() if pinned else None,
+                                       is_eval=is_eval)
 
 
 def conversation_update(*, user: User, conversation_id: int, title: str | None = None, pinned: bool | None = None) -> Conversation:
