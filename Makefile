@@ -10,7 +10,7 @@ REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 # the linters (mypy's Django plugin loads the settings). An explicit DEBUG in the environment wins.
 export DEBUG ?= 1
 
-.PHONY: run test test-services test-real-model setup chromium lint bench clean node vendor messages gettext
+.PHONY: run eval test test-services test-real-model setup chromium lint bench clean node vendor messages gettext
 
 # Compiled translation catalogs: built from the committed .po files (never committed), rebuilt when one changes
 PO_FILES := $(wildcard */locale/*/LC_MESSAGES/*.po */*/locale/*/LC_MESSAGES/*.po)
@@ -50,6 +50,16 @@ run: $(STAMP) messages
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo_setup
 	$(PY) manage.py runserver 127.0.0.1:8000
+
+# The demo's eval set with the offline model (docs/evals.md), on a scratch database made as `make run` makes its own
+# (migrate + demo_setup): the developer's db.sqlite3 is not touched. Reports: var/eval/report.json and junit.xml.
+EVAL_DIR := var/eval
+eval: export DATABASE_URL := sqlite:///$(CURDIR)/$(EVAL_DIR)/db.sqlite3
+eval: $(STAMP) messages
+	rm -rf $(EVAL_DIR) && mkdir -p $(EVAL_DIR)
+	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py demo_setup >/dev/null
+	$(PY) manage.py chat_eval evals/demo.yaml --provider offline --json $(EVAL_DIR)/report.json --junit $(EVAL_DIR)/junit.xml
 
 lint: $(STAMP) messages
 	$(VENV)/bin/ruff check .
