@@ -7,9 +7,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from dataclasses import dataclass, field
+from decimal import Decimal
 
-from chat.models import Conversation
-from chat.providers.base import Provider, ProviderError, ProviderRequest, TextDelta
+from django.db.models import F
+from django.db.models.functions import Coalesce
+
+from chat.models import Conversation, Run
+from chat.providers.base import MessageEnd, Provider, ProviderError, ProviderRequest, TextDelta, Usage
 
 log = logging.getLogger(__name__)
 TITLE_MAX_CHARS = 60
@@ -59,22 +64,45 @@ def _topic_words(text: str) -> str:
     return _clip(title[0].upper() + title[1:])
 
 
-async def title_from_model(provider: Provider, *, model: str, question: str, answer: str) -> str | None:
-    """One short model call for a title; None when it fails or says nothing (the content title is used then)."""
+@dataclass(slots=True)
+class TitleCall:
+    """A title call's outcome: the title (None when the call failed or said nothing) and the tokens it used."""
+
+    title: str | None
+    usage: Usage = field(default_factory=Usage)
+
+
+async def title_from_model(provider: Provider, *, model: str, question: str, answer: str) -> TitleCall:
+    """One short model call for a title, with its usage (the turn's run pays for it: budgets count every call)."""
     request = ProviderRequest(
         system=TITLE_PROMPT, tools=[], model=model, max_tokens=24, temperature=0.0, tool_choice="none",
         messages=[{"role": "user", "content": f"User: {question[:2000]}\n\nAssistant: {answer[:2000]}"}],
     )
     parts: list[str] = []
+    usage = Usage()
     try:
         async with asyncio.timeout(MODEL_TITLE_TIMEOUT):
             async for event in provider.stream(request):
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
+                elif isinstance(event, MessageEnd):
+                    usage.add(event.usage)
     except (ProviderError, TimeoutError):
-        return None
+        return TitleCall(None, usage)
     title = " ".join("".join(parts).split()).strip(" \"'.")
-    return _clip(title) or None
+    return TitleCall(_clip(title) or None, usage)
+
+
+def run_usage_add(*, run_id: str, usage: Usage, cost: float | None) -> None:
+    """Add a call made after the run ended (its title) to the run's tokens and cost, which budgets and reports sum."""
+    updates: dict[str, object] = {
+        "input_tokens": F("input_tokens") + usage.input_tokens, "output_tokens": F("output_tokens") + usage.output_tokens,
+        "cache_read_tokens": F("cache_read_tokens") + usage.cache_read_tokens,
+        "cache_write_tokens": F("cache_write_tokens") + usage.cache_write_tokens,
+    }
+    if cost is not None:
+        updates["cost_usd"] = Coalesce(F("cost_usd"), Decimal(0)) + Decimal(str(cost))
+    Run.objects.filter(pk=run_id).update(**updates)
 
 
 def conversation_title_set(*, conversation_id: int, provisional: str, title: str) -> bool:

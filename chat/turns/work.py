@@ -33,7 +33,7 @@ from chat.agent.types import (
 )
 from chat.budgets import budgets
 from chat.conf import chat_settings
-from chat.costs import cost_of
+from chat.costs import cost_of, total_tokens
 from chat.db_threads import RUNS
 from chat.errors import ActionRejected, ErrorCode, Forbidden, ServiceError, error_code
 from chat.events import (
@@ -443,8 +443,13 @@ class Turn:
         try:
             title = None
             if self.provider.generates_titles:
-                title = await titles.title_from_model(self.provider, model=chat_settings.CHAT_MODEL, question=self.frame.message,
-                                                      answer=answer)
+                call = await titles.title_from_model(self.provider, model=chat_settings.CHAT_MODEL, question=self.frame.message,
+                                                     answer=answer)
+                title = call.title
+                if total_tokens(call.usage.as_dict()):  # the title's tokens count like the turn's, in the run and the day's budget
+                    cost = cost_of(chat_settings.CHAT_MODEL, call.usage)
+                    await RUNS.run(titles.run_usage_add)(run_id=self.record.run_id, usage=call.usage, cost=cost)
+                    await budgets.spend(self.user.pk, call.usage.as_dict(), cost)
             title = title or titles.title_from_content(self.frame.message, answer, language=self.frame.language)
             await RUNS.run(titles.conversation_title_set)(
                 conversation_id=self.record.conversation_id, provisional=titles.title_initial(self.frame.message), title=title)
