@@ -21,9 +21,13 @@ from django.utils import timezone
 from chat.conf import chat_settings
 from chat.costs import total_tokens
 from chat.errors import BudgetExceeded
+from chat.logs import Throttled
 from chat.redis_client import LoopClient, redis_errors, redis_key
 
 log = logging.getLogger(__name__)
+# Redis away is recoverable and every turn would say so again: one line a minute each
+_read_redis = Throttled(log)
+_write_redis = Throttled(log)
 KEY_TTL = 2 * 24 * 3600  # a day's hash outlives its day, then goes by itself
 
 
@@ -70,8 +74,8 @@ class Budgets:
             try:
                 raw = await r.hgetall(self.key(user_id))
                 return Spent(int(raw.get("tokens", 0)), float(raw.get("cost", 0.0)))
-            except redis_errors():
-                log.warning("budgets: Redis unavailable, summing today's runs from the database")
+            except redis_errors() as exc:
+                _read_redis.warning("budgets: Redis unavailable, summing today's runs from the database", exc=exc)
         return await database_sync_to_async(spent_in_database)(user_id=user_id)
 
     async def check(self, user_id: int) -> None:
@@ -99,8 +103,8 @@ class Budgets:
             pipe.hincrbyfloat(key, "cost", cost or 0.0)
             pipe.expire(key, KEY_TTL)
             await pipe.execute()
-        except redis_errors():
-            log.warning("budgets: could not record a run's usage in Redis")
+        except redis_errors() as exc:
+            _write_redis.warning("budgets: could not record a run's usage in Redis", exc=exc)
 
 
 def spent_in_database(*, user_id: int, now: dt.datetime | None = None) -> Spent:

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 _CLEANUPS: set[asyncio.Task[None]] = set()  # releases scheduled by cancelled consumers, kept until done
 _RECEIVE_FAILED = Throttled(log)  # every socket of the process retries each second while Redis is away: one line
+_group_failed = Throttled(log)  # every socket that opens or closes while the channel layer is away: one line a minute
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -97,8 +98,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             for group in self.groups_joined:
                 try:
                     await self.channel_layer.group_add(group, self.channel_name)
-                except Exception:  # the socket works without it; the periodic re-check still closes it
-                    log.warning("could not join the group %s", group, exc_info=True)
+                except Exception as exc:  # the socket works without it; the periodic re-check still closes it
+                    _group_failed.warning("could not join the group %s", group, exc=exc)
         self.watcher = asyncio.get_running_loop().create_task(self._watch_credentials(), name=f"auth-watch:{self.socket_id}")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -133,8 +134,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             for group in getattr(self, "groups_joined", []):
                 try:
                     await self.channel_layer.group_discard(group, self.channel_name)
-                except Exception:  # the group entry expires by itself
-                    log.warning("could not leave the group %s", group, exc_info=True)
+                except Exception as exc:  # the group entry expires by itself
+                    _group_failed.warning("could not leave the group %s", group, exc=exc)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Channels' dispatch, except that a received frame recycles database connections in `receive`, once parsed,

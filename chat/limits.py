@@ -22,9 +22,14 @@ from typing import Any
 
 from chat.conf import chat_settings
 from chat.errors import RateLimited
+from chat.logs import Throttled
 from chat.redis_client import LoopClient, redis_errors, redis_key
 
 log = logging.getLogger(__name__)
+# Redis away is recoverable and every message or heartbeat would say so again: one line a minute each
+_rate_redis = Throttled(log)
+_socket_redis = Throttled(log)
+_lease_redis = Throttled(log)
 # An open socket counts in Redis until this long after its process last refreshed it (a dead process's
 # sockets stop counting by themselves); refreshed on every heartbeat.
 SOCKET_LEASE = 60
@@ -88,9 +93,10 @@ class Limiter:
         if r is not None:
             try:
                 wait_ms = int(await self._count(keys=[self._rate_key(user_id)], args=[now, WINDOW_MS, limit, ticket]))
-            except redis_errors():
-                log.warning("rate limiter: Redis unavailable, counting in this process")
+            except redis_errors() as exc:
+                _rate_redis.warning("rate limiter: Redis unavailable, counting in this process", exc=exc)
             else:
+                _rate_redis.recovered("rate limiter: Redis is back")
                 if wait_ms:
                     raise self._refusal(limit, wait_ms)
                 return ticket
@@ -135,9 +141,10 @@ class Limiter:
             now = time.time()
             try:
                 ok = await self._acquire(keys=[self._socket_key(user_id)], args=[now, now + SOCKET_LEASE, limit, socket_id, SOCKET_LEASE * 2])
-            except redis_errors():
-                log.warning("socket limiter: Redis unavailable, counting in this process")
+            except redis_errors() as exc:
+                _socket_redis.warning("socket limiter: Redis unavailable, counting in this process", exc=exc)
             else:
+                _socket_redis.recovered("socket limiter: Redis is back")
                 if not ok:
                     return False
         local.add(socket_id)
@@ -165,8 +172,10 @@ class Limiter:
                     pipe.zadd(self._socket_key(user_id), {sid: expiry for sid in ids})
                     pipe.expire(self._socket_key(user_id), SOCKET_LEASE * 2)
             await pipe.execute()
-        except redis_errors():
-            log.warning("socket limiter: could not refresh leases")
+        except redis_errors() as exc:
+            _lease_redis.warning("socket limiter: could not refresh leases", exc=exc)
+        else:
+            _lease_redis.recovered("socket limiter: leases refreshed again")
 
     @staticmethod
     def _rate_key(user_id: int) -> str:

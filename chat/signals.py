@@ -16,7 +16,10 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
+from chat.logs import Throttled
+
 log = logging.getLogger(__name__)
+_ring_failed = Throttled(log)  # every logout or revocation while the channel layer is away: one line a minute
 
 
 def user_group(user_id: int) -> str:
@@ -33,8 +36,8 @@ def _ring(group: str, message: dict[str, Any]) -> None:
         async_to_sync(layer.group_send)(group, message)
     except RuntimeError:  # already inside an event loop thread: schedule instead
         asyncio.get_event_loop().create_task(layer.group_send(group, message))
-    except Exception:  # the sockets' own periodic re-check still closes them
-        log.warning("could not ring %s", group, exc_info=True)
+    except Exception as exc:  # the sockets' own periodic re-check still closes them
+        _ring_failed.warning("could not ring %s", group, exc=exc)
 
 
 @receiver(user_logged_out)
