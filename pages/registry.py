@@ -34,6 +34,9 @@ class ServerActionResult:
     payload: dict[str, Any] | None = None
     continue_with_model: bool = False
     refresh: bool = False  # the action changed what the page shows: the tray tells the page (`pagechat:refresh`)
+    # the records it changed ({entity, id, kind: created|updated|deleted, fields?}): the tray tells the page each one
+    # (`pagechat:changed`), so it can show them without a reload
+    changes: list[dict[str, Any]] = field(default_factory=list)
     ok: bool = True  # False: the action ran but did not do what was asked (counted as failed)
 
 

@@ -20,11 +20,13 @@ class ToolProgress:
 
 @dataclass(slots=True)
 class ToolResult:
-    """What a tool returns: `text` goes to the model, `payload` ({type, data}) to the client."""
+    """What a tool returns: `text` goes to the model, `payload` ({type, data}) to the client, `changes` (the records it
+    changed: `{entity, id, kind: created|updated|deleted, fields?}`) to the page beside the chat."""
 
     text: str
     payload: dict[str, Any] | None = None
     is_error: bool = False
+    changes: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from chat.events.client import (
 )
 from chat.events.complete import (
     ActionResult,
+    Change,
     CompleteEvent,
     CompletePayload,
     CustomPayload,
@@ -34,6 +35,7 @@ from chat.events.complete import (
     SuggestedValue,
     TokenUsage,
     ToolUse,
+    changes_clean,
     complete_payload_build,
 )
 from chat.events.schema import SCHEMA_DIALECT, protocol_schemas
@@ -58,5 +60,5 @@ __all__ = [
     "CompleteEvent", "CompletePayload", "CustomPayload", "Envelope", "ErrorEvent", "Frame", "FrameError", "HistoryItem",
     "InteractionType", "RunEvent", "StatusEvent", "SuggestedAction", "SuggestedValue", "TextDeltaEvent", "TokenUsage",
     "ToolApprovalEvent", "ToolCompleteEvent", "ToolProgressEvent", "ToolStartEvent", "ToolUse", "client_frame_adapter",
-    "ActionResult", "complete_payload_build", "error_event", "parse_frame", "protocol_schemas",
+    "ActionResult", "Change", "changes_clean", "complete_payload_build", "error_event", "parse_frame", "protocol_schemas",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, TypeAdapter, ValidationError
 
 from chat.events.base import Envelope, Frame, RunEvent, omit_none
 from chat.rendering import render_markdown
@@ -52,12 +52,43 @@ class TokenUsage(Frame):
     cache_write_tokens: int = Field(default=0, ge=0, description="input tokens written to the provider's prompt cache")
 
 
+class Change(Frame):
+    """One record an approved tool or a server action changed, so the page beside the chat can show it at once."""
+
+    entity: str = Field(min_length=1, max_length=100, description="the kind of record, e.g. `research_stream`")
+    id: int | str = Field(description="which record")
+    kind: Literal["created", "updated", "deleted"]
+    fields: dict[str, Any] | None = Field(default=None, exclude_if=omit_none,
+                                          description="the fields that changed, with their new values (what a page can show without a reload)")
+
+
+MAX_CHANGES = 50  # a card of news for the page, not a data dump
+_CHANGE = TypeAdapter(Change)
+
+
+def changes_clean(raw: Any) -> list[dict[str, Any]]:
+    """The valid changes of what a tool or an action declared, as wire dicts (at most MAX_CHANGES); an invalid one is
+    left out, never fails the turn (its own code declared it: a page only misses one update)."""
+    if not isinstance(raw, (list, tuple)):
+        return []
+    out: list[dict[str, Any]] = []
+    for item in raw[:MAX_CHANGES]:
+        try:
+            out.append(_CHANGE.validate_python(item).model_dump(mode="json"))
+        except ValidationError:
+            continue
+    return out
+
+
 class ActionResult(Frame):
     """How the server action the user clicked ended; only on the turn that answers the click."""
 
     action: str
     status: Literal["succeeded", "failed", "rejected"]
     refresh: bool = Field(default=False, description="the action changed what the page shows: reload it")
+    changes: list[Change] | None = Field(default=None, exclude_if=omit_none, description=(
+        "Addition to v1: what the action changed (its handler's `ServerActionResult.changes`), only when it succeeded "
+        "and declared any; the tray tells the page with `pagechat:changed`"))
 
 
 class CompletePayload(Frame):

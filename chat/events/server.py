@@ -8,7 +8,7 @@ from pydantic import Field
 
 from chat.errors import ERRORS, ErrorCode
 from chat.events.base import TERMINAL_TYPES, Envelope, Frame, RunEvent, omit_none
-from chat.events.complete import CompleteEvent
+from chat.events.complete import Change, CompleteEvent
 
 
 class StatusEvent(RunEvent):
@@ -73,10 +73,13 @@ class ToolCompleteEvent(RunEvent):
     type: Literal["tool_complete"] = "tool_complete"
     tool: str
     index: int = Field(ge=0)
+    changes: list[Change] | None = Field(default=None, exclude_if=omit_none, description=(
+        "Addition to v1: the records the tool changed, when it declares any (`ToolResult.changes`); the tray tells "
+        "the page with `pagechat:changed`"))
 
     @classmethod
-    def wire(cls, env: Envelope, seq: int, *, tool: str, index: int) -> str:
-        return cls.build(env, seq, tool=tool, index=index).model_dump_json()
+    def wire(cls, env: Envelope, seq: int, *, tool: str, index: int, changes: list[dict[str, Any]] | None = None) -> str:
+        return cls.build(env, seq, tool=tool, index=index, changes=changes or None).model_dump_json()
 
 
 class ToolApprovalEvent(RunEvent):

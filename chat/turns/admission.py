@@ -44,7 +44,7 @@ from chat.runs.store import runs_sweep
 from chat.turns.clients import NO_EXTRAS, AnsweredCall, TurnExtras
 from chat.turns.persistence import TurnRecord, assistant_message_create
 from chat.turns.planning import page_of, public_action_metadata
-from chat.turns.titles import title_initial
+from chat.turns.titles import title_initial, title_is_generated
 from chat.turns.work import turn_execute
 from pages.access import access_for, page_denied, server_action_denied
 
@@ -362,13 +362,22 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
         (admission or Admission(user)).running(running)
         if nonce is not None:
             UsedActionToken.objects.create(nonce=nonce)
+        retitle = False
         if frame.replace_last == "question" and conversation is not None:  # an edit: the last question and its answer go
             question = conversation.messages.shown().filter(role=Message.Role.USER).order_by("-id").first()
             if question is None:
                 raise BadRequest("replace_last: the conversation has no question yet")
+            if question.interaction_type != "text_input":  # a click (a chip, a button) is not words the user can rewrite
+                raise BadRequest("replace_last: only a typed question can be edited")
+            # the first question edited: the title it was generated from goes with it (a name the user gave stays)
+            first = not conversation.messages.shown().filter(role=Message.Role.USER, id__lt=question.pk).exclude(
+                interaction_type="tool_result").exists()
+            retitle = first and title_is_generated(conversation, question.content)
             # deleted with all that follows it (the answer's earlier versions too) and its files, unlike a regenerate's
             # answer: the user replaced their own words, perhaps to take a file back
             conversation.messages.filter(id__gte=question.pk).delete()
+            if retitle:  # provisional until the answer's title replaces it (titles.conversation_title_set)
+                Conversation.objects.filter(pk=conversation.pk).update(title=title_initial(frame.message))
         answered = _client_calls_answered(conversation, extras)
         created = conversation is None
         if conversation is None:
@@ -398,7 +407,7 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
             action_stat_count(page=page_of(frame).name, action=frame.action_metadata.action_identifier,
                               fields=("clicked", "rejected") if refusal else ("clicked",))
     record = TurnRecord(run_id=run_id, conversation_id=conversation_id, user_message_id=user_message_id, conversation_created=created,
-                        assistant_message_id=answer_id, client_tools=extras.client_tools, answered_calls=answered, action_refusal=refusal)
+                        retitle=retitle, assistant_message_id=answer_id, client_tools=extras.client_tools, answered_calls=answered, action_refusal=refusal)
     return TurnStarted(run_id=run_id, conversation_id=conversation_id, created=True), record
 
 

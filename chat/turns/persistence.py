@@ -34,6 +34,7 @@ class TurnRecord:
     user_message_id: int
     assistant_message_id: int  # stored at admission, with the run, empty and streaming
     conversation_created: bool = False
+    retitle: bool = False  # an edit of the conversation's first question: its title is generated again after the answer
     action_refusal: str | None = None  # a server action that is answered with this reason instead of run
     started: float = field(default_factory=time.perf_counter)
     client_tools: tuple[ClientTool, ...] = ()  # offered to the model; a call to one ends the run

@@ -1,4 +1,5 @@
-"""Conversation titles, generated once after the first turn: by the model when its provider can, else from the content.
+"""Conversation titles, generated after the first turn (and again when its first question is edited): by the model
+when its provider can, else from the content.
 
 A title the user set (renamed over REST or in the tray) is never overwritten.
 """
@@ -105,9 +106,26 @@ def run_usage_add(*, run_id: str, usage: Usage, cost: float | None) -> None:
     Run.objects.filter(pk=run_id).update(**updates)
 
 
-def conversation_title_set(*, conversation_id: int, provisional: str, title: str) -> bool:
-    """Store a generated title unless the user renamed the conversation meanwhile; True when stored."""
-    return bool(Conversation.objects.filter(pk=conversation_id, title=provisional).update(title=title[:200]))
+def conversation_title_set(*, conversation_id: int, provisional: str, title: str, run_id: str | None = None) -> bool:
+    """Store a generated title unless the user renamed the conversation meanwhile; True when stored. The run that
+    generated it keeps it (diagnostics `title`): an edit of the first question can then tell it from a user's name."""
+    stored = bool(Conversation.objects.filter(pk=conversation_id, title=provisional).update(title=title[:200]))
+    if stored and run_id is not None:
+        run = Run.objects.filter(pk=run_id).only("diagnostics").first()
+        if run is not None:
+            Run.objects.filter(pk=run_id).update(diagnostics={**(run.diagnostics or {}), "title": title[:200]})
+    return stored
+
+
+def title_is_generated(conversation: Conversation, first_question: str) -> bool:
+    """True when the conversation's title is the server's (the first question's provisional title or the last one a
+    run generated), False when its user named it (or it predates the record of generated titles and differs)."""
+    title = conversation.title
+    if title in ("", title_initial(first_question)):
+        return True
+    generated = (Run.objects.filter(conversation_id=conversation.pk, diagnostics__has_key="title").order_by("-created_at")
+                 .values_list("diagnostics__title", flat=True).first())
+    return generated is not None and title == generated
 
 
 def _first_line(text: str) -> str:

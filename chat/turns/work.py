@@ -45,6 +45,7 @@ from chat.events import (
     ToolCompleteEvent,
     ToolProgressEvent,
     ToolStartEvent,
+    changes_clean,
     complete_payload_build,
 )
 from chat.languages import language_normalize
@@ -153,7 +154,7 @@ class Turn:
             else:
                 span.end()
         self._before_event()
-        self.handle.append(ToolCompleteEvent.wire, tool=ev.name, index=ev.index)
+        self.handle.append(ToolCompleteEvent.wire, tool=ev.name, index=ev.index, changes=changes_clean(r.changes))
         self._model_call_starts()  # the next model call follows the tool results
 
     def _model_call_starts(self) -> None:
@@ -367,6 +368,8 @@ class Turn:
             raise ActionRejected("this action is not available here")
         result = await _run_sync(_action_run, spec, meta.action_data or {}, self.user, dict(self.frame.context))
         self.action_result = {"action": name, "status": "succeeded" if result.ok else "failed", "refresh": result.refresh and result.ok}
+        if result.ok and (changes := changes_clean(result.changes)):
+            self.action_result["changes"] = changes  # the page is told what changed (a failed action's writes are rolled back)
         await RUNS.run(action_stat_count)(page=plan.page.name, action=name, fields=("succeeded" if result.ok else "failed",))
         return result
 
@@ -435,11 +438,12 @@ class Turn:
         else:
             assert error is not None
             self.handle.end(ErrorEvent.wire, code=error[0], message=error[1])
-        if status == Run.Status.COMPLETED and self.record.conversation_created:
+        if status == Run.Status.COMPLETED and (self.record.conversation_created or self.record.retitle):
             await self._title(text)
 
     async def _title(self, answer: str) -> None:
-        """After the first turn (its answer already delivered): the conversation's title, by the model or from the content."""
+        """After the first turn, or an edit of its question (the answer already delivered; a call of the admitted turn):
+        the conversation's title, by the model or from the content."""
         try:
             title = None
             if self.provider.generates_titles:
@@ -452,7 +456,8 @@ class Turn:
                     await budgets.spend(self.user.pk, call.usage.as_dict(), cost)
             title = title or titles.title_from_content(self.frame.message, answer, language=self.frame.language)
             await RUNS.run(titles.conversation_title_set)(
-                conversation_id=self.record.conversation_id, provisional=titles.title_initial(self.frame.message), title=title)
+                conversation_id=self.record.conversation_id, provisional=titles.title_initial(self.frame.message), title=title,
+                run_id=self.record.run_id)
         except Exception:  # a title is a nicety: it never fails a turn
             log.exception("run %s: title not generated", self.record.run_id)
 

@@ -153,6 +153,8 @@ def update_config(data: dict[str, Any], user: Any, context: dict[str, Any]) -> S
         % {"tab": tab.title.lower(), "name": stream.name, "fields": ", ".join(changed) or gettext("no fields")},
         suggested_actions=[{"label": gettext("Close"), "action": "close", "handler": "client", "style": "secondary"}],
         refresh=True,
+        changes=[{"entity": "research_stream", "id": stream.pk, "kind": "updated",
+                  "fields": {"name": stream.name} if "name" in changed else None}],
     )
 
 
@@ -180,13 +182,14 @@ def delete_entity(data: dict[str, Any], user: Any, context: dict[str, Any]) -> S
                 {"label": gettext("Keep it"), "action": "close", "handler": "client", "style": "secondary"},
             ],
         )
-    name = stream.name
+    name, pk = stream.name, stream.pk
     stream.delete()
     return ServerActionResult(
         message=gettext("✓ Deleted **%(name)s**.") % {"name": name},
         suggested_actions=[{"label": gettext("Go to my streams"), "action": "navigate", "handler": "client",
                             "data": {"route": reverse("pages:streams_list")}, "style": "primary"}],
         refresh=True,
+        changes=[{"entity": "research_stream", "id": pk, "kind": "deleted"}],
     )
 
 

@@ -77,6 +77,7 @@ def create_stream(data: dict[str, Any], user: User, context: dict[str, Any]) -> 
             {"label": gettext("Close"), "action": "close", "handler": "client", "style": "secondary"},
         ],
         refresh=True,
+        changes=[{"entity": "research_stream", "id": stream.pk, "kind": "created", "fields": {"name": stream.name}}],
     )
 
 

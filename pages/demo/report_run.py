@@ -72,6 +72,8 @@ def report_test_run(data: dict[str, Any], user: Any, context: dict[str, Any]) ->
         payload={"type": "search_results", "data": {"query": "; ".join(queries), "articles": [
             {"external_id": a.external_id, "title": a.title, "journal": a.journal, "published": a.published_date.isoformat(),
              "authors": list(a.authors or [])[:6], "url": f"/articles/{a.external_id}/"} for a in articles]}},
+        # pages showing report counts or lists update at once (pagechat:changed)
+        changes=[{"entity": "report", "id": report.pk, "kind": "created", "fields": {"title": report.title, "stream_id": stream.pk}}],
     )
 
 

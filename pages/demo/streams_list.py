@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.utils.translation import gettext, ngettext
 from pydantic import BaseModel, Field
 
-from chat.agent.types import ToolContext
+from chat.agent.types import ToolContext, ToolResult
 from pages.demo.common import describe_stream
 from pages.demo.models import ResearchStream
 from pages.registry import PageSpec, register_page
@@ -58,13 +58,17 @@ payloads.register(PayloadSpec(
 
 
 @tool(requires_approval=True, permissions=["pagechat_demo.change_researchstream"])
-def rename_stream(stream_id: int, new_name: str, ctx: ToolContext) -> str:
+def rename_stream(stream_id: int, new_name: str, ctx: ToolContext) -> str | ToolResult:
     """Rename one of the user's research streams (the user approves it first)."""
     name = " ".join(new_name.split())[:200]
     if not name:
         return "The new name is empty."
     updated = ResearchStream.objects.filter(pk=stream_id, owner=ctx.user).update(name=name)
-    return f"Renamed the stream to {name!r}." if updated else f"You have no stream with id {stream_id}."
+    if not updated:
+        return f"You have no stream with id {stream_id}."
+    # the page beside the chat shows the new name at once (pagechat:changed)
+    return ToolResult(f"Renamed the stream to {name!r}.",
+                      changes=[{"entity": "research_stream", "id": stream_id, "kind": "updated", "fields": {"name": name}}])
 
 
 def streams_context(context: dict[str, Any], user: User) -> str:

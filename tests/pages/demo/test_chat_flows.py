@@ -42,7 +42,8 @@ async def test_home_create_stream_flow(user: Any) -> None:
     assert await stream.channels.acount() == 2
     nav = next(a for a in done["suggested_actions"] if a["action"] == "navigate")
     assert nav["data"]["route"] == f"/research-streams/{stream.pk}/"
-    assert done["action_result"] == {"action": "create_stream", "status": "succeeded", "refresh": True}
+    assert done["action_result"] == {"action": "create_stream", "status": "succeeded", "refresh": True, "changes": [
+        {"entity": "research_stream", "id": stream.pk, "kind": "created", "fields": {"name": "Oncology Intelligence"}}]}
     # the same button again: answered in the conversation, nothing created
     await ws.chat(create["label"], context=ctx, conversation_id=conv, interaction_type="action_executed", action_metadata=meta)
     again = (await ws.until_terminal())[-1]["payload"]

@@ -54,7 +54,8 @@ async def test_update_config_saves_an_accepted_proposal(user: Any, stream: Resea
     update = button(proposal, "update_config")
     assert not [a for a in proposal["suggested_actions"] if a["action"] == "delete_entity"]
     done = await click(ws, update, ctx, proposal["conversation_id"])
-    assert done["action_result"] == {"action": "update_config", "status": "succeeded", "refresh": True}
+    assert done["action_result"] == {"action": "update_config", "status": "succeeded", "refresh": True,
+                                     "changes": [{"entity": "research_stream", "id": stream.pk, "kind": "updated"}]}
     assert done["message"].startswith("✓ Saved the semantic space settings of **Heart Watch**")
     await stream.arefresh_from_db()
     assert stream.purpose == "Track advances in tumor microenvironment"
