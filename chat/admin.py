@@ -151,14 +151,15 @@ def _message_count(obj: Conversation) -> int:
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["id", "title", "owner", "page", "tokens", "cost", "updated_at"]
     search_fields = ["title", "owner__username", "messages__content"]
-    readonly_fields = ["owner", "created_at", "updated_at", "pinned_at", "records", "transcript"]  # a pin is its owner's own arrangement
+    readonly_fields = ["owner", "created_at", "updated_at", "pinned_at", "is_eval", "records", "transcript"]  # a pin is its owner's own arrangement
     fieldsets = [
-        (None, {"fields": ["title", "page", "thread_id", "owner", "created_at", "updated_at", "pinned_at", "records"]}),
+        (None, {"fields": ["title", "page", "thread_id", "owner", "created_at", "updated_at", "pinned_at", "is_eval", "records"]}),
         (_("Transcript"), {"fields": ["transcript"]}),
     ]
     inlines = [MessageInline, RunInline]
     list_select_related = ["owner"]
-    list_filter = ["page", "updated_at", ("owner", admin.RelatedOnlyFieldListFilter)]
+    # is_eval: the conversations evals ran (chat.evals), apart from people's
+    list_filter = ["page", "is_eval", "updated_at", ("owner", admin.RelatedOnlyFieldListFilter)]
     actions = ["export_owners_conversations", "delete_owners_conversations"]
 
     # A data-access or erasure request names a person: these actions take every conversation of the owners of the

@@ -59,7 +59,7 @@ def test_the_tools_a_model_calls_are_the_turns_tools(user: Any, scripted: Any) -
     assert run.turns[0].tokens.input == 20  # both model calls of the turn
 
 
-def test_eval_conversations_are_kept_out_of_the_users_own_list_and_search(user: Any, scripted: Any) -> None:
+def test_eval_conversations_are_kept_out_of_the_users_own_list_and_search(user: Any, scripted: Any, django_user_model: Any) -> None:
     scripted.enqueue(text("an eval answer about streams"), text("my own answer about streams"))
     eval_run(_set(_case(user, "streams, please")), provider="scripted")
     client = Client()
@@ -73,6 +73,14 @@ def test_eval_conversations_are_kept_out_of_the_users_own_list_and_search(user: 
     assert [c["id"] for c in listed] == [own_id] and [c["id"] for c in found] == [own_id]
     eval_id = Conversation.objects.get(owner=user, is_eval=True).pk
     assert client.get(f"/api/conversations/{eval_id}/").status_code == 404  # not the user's own either
+    # staff find them in the admin, apart from people's
+    staff = Client()
+    staff.force_login(django_user_model.objects.create_superuser(username="root", password="pw"))
+    assert 'href="?is_eval__exact=1"' in staff.get("/admin/pagechat/conversation/").content.decode()  # the list's filter
+    evals = staff.get("/admin/pagechat/conversation/", {"is_eval__exact": "1"}).content.decode()
+    people = staff.get("/admin/pagechat/conversation/", {"is_eval__exact": "0"}).content.decode()
+    assert f"/admin/pagechat/conversation/{eval_id}/change/" in evals and f"/admin/pagechat/conversation/{own_id}/change/" not in evals
+    assert f"/admin/pagechat/conversation/{own_id}/change/" in people and f"/admin/pagechat/conversation/{eval_id}/change/" not in people
 
 
 def test_chips_and_server_actions_are_sent_as_the_tray_sends_them(user: Any) -> None:
