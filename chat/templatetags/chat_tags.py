@@ -1,4 +1,5 @@
-"""`{% chat_tray page="reports" context=some_dict %}`: the tray's mount point, config and assets."""
+"""`{% chat_tray page="reports" context=some_dict %}`: the tray's mount point, config and assets; `{% chat_tray_head %}`: its
+style sheet and open state in `<head>`, so a page with the tray open paints docked from the start."""
 from __future__ import annotations
 
 import functools
@@ -20,8 +21,10 @@ from django.template.base import FilterExpression, Parser, Token, token_kwargs
 from django.template.context import Context
 from django.templatetags.static import static
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.module_loading import import_string
+from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 
 from chat.attachments import ACCEPTED_TYPES
@@ -118,14 +121,11 @@ class ChatTrayNode(template.Node):
     def render(self, context: Context) -> str:
         values = {name: expr.resolve(context) for name, expr in self.kwargs.items()}
         request = context.get("request")
-        user = context.get("user") or getattr(request, "user", None)
-        # A websocket without a session is refused, so an anonymous visitor gets no tray.
-        if user is None or not getattr(user, "is_authenticated", False):
-            return ""
         page = str(values.get("page") or "")
         if page and page not in page_registry:  # literal names are a system check (pages.E008); variables are logged here
             page_registry.note_unknown(page)
-        if user_page_denied(user, page_registry.get(page)) is not None:  # its turns would be refused: no tray at all
+        user = tray_user(context, page)
+        if user is None:
             return ""
         page_context = values.get("context")
         if page_context is not None and not isinstance(page_context, dict):
@@ -134,7 +134,7 @@ class ChatTrayNode(template.Node):
         tray = context.template.engine.get_template(TRAY_TEMPLATE)
         return tray.render(
             context.new({"config": tray_config(request, user, page, page_context), "csp_nonce": csp_nonce(context, request),
-                         "module_preloads": tray_preloads()})
+                         "module_preloads": tray_preloads(), "styles_in_head": getattr(request, HEAD_MARK, False)})
         )
 
 
@@ -145,6 +145,44 @@ def csp_nonce(context: Context, request: Any) -> str:
     attribute. Django's LazyNonce is falsy until first read, so it is tested against None
     and read here: the script tag needs it whether or not the page used it before.
     """
+def tray_user(context: Context, page: str) -> Any:
+    """The signed-in user the tray is for on `page`, or None when it shows nothing there."""
+    request = context.get("request")
+    user = context.get("user") or getattr(request, "user", None)
+    # A websocket without a session is refused, so an anonymous visitor gets no tray.
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    if user_page_denied(user, page_registry.get(page)) is not None:  # its turns would be refused: no tray at all
+        return None
+    return user
+
+
+# Runs in <head>, before the first paint: the tray's state of this tab (store.js, STORAGE_KEY) says whether the tray will
+# open on this page; `data-chat-tray-open` on <html> then lets the page's CSS make room for it at once, instead of the
+# page painting full width and moving aside when the tray's module has run (view.js keeps the attribute in step).
+OPEN_STATE_SCRIPT = (
+    "try{if(JSON.parse(sessionStorage.getItem(\"chat-tray:v1\")||\"{}\").open===true)"
+    "document.documentElement.setAttribute(\"data-chat-tray-open\",\"\")}catch(e){}"
+)
+HEAD_MARK = "_pagechat_tray_head"  # on the request: the head tag has linked the style sheet already
+
+
+@register.simple_tag(takes_context=True)
+def chat_tray_head(context: Context, page: str = "") -> str:
+    """`{% chat_tray_head page=... %}` in `<head>`: the tray's style sheet and the open state before the first paint.
+
+    Renders nothing where `{% chat_tray %}` shows no tray (anonymous, or the page denied to the user).
+    """
+    request = context.get("request")
+    if tray_user(context, str(page or "")) is None:
+        return ""
+    if request is not None:
+        setattr(request, HEAD_MARK, True)
+    nonce = csp_nonce(context, request)
+    return format_html('<link rel="stylesheet" href="{}">\n<script{}>{}</script>', static("chat/tray.css"),
+                       format_html(' nonce="{}"', nonce) if nonce else "", mark_safe(OPEN_STATE_SCRIPT))  # a constant
+
+
     nonce = context.get("csp_nonce")
     if nonce is None and request is not None:
         nonce = get_nonce(request)

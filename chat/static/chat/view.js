@@ -386,6 +386,8 @@ export class TrayView {
   showClosed() {
     this.panel.close();
     this.panelEl.hidden = true;
+    // what a page's CSS makes room by ({% chat_tray_head %} sets it before the first paint of a page the tray opens on)
+    document.documentElement.setAttribute("data-chat-tray-open", "");
     this.stepAside(false);
     this.root.classList.remove("is-open");
     this.launcher.setAttribute("aria-expanded", "false");
@@ -405,6 +407,7 @@ export class TrayView {
     this.listButton.setAttribute("aria-pressed", "true");
     history.show();
   }
+    document.documentElement.removeAttribute("data-chat-tray-open");
 
   // ---- state ---------------------------------------------------------------------------------------
 
