@@ -14,8 +14,10 @@ class ToolsConfig(AppConfig):
             builtin,  # noqa: F401
             checks,  # noqa: F401  (registers system checks)
         )
+        from tools.sources import checks as source_checks  # noqa: F401  (registers the sources' system checks)
 
         post_migrate.connect(_sync, sender=self)
+        post_migrate.connect(_sources_sync, sender=self)
         _clear_staff_settings_on_change()
 
 
@@ -33,3 +35,12 @@ def _sync(**kwargs: object) -> None:
     from tools.services import tool_rows_sync
 
     tool_rows_sync()
+
+
+def _sources_sync(using: str = "default", **kwargs: object) -> None:
+    """After migrate (post_migrate is sent once every app is migrated): the sources' index tables exist and an empty index is filled (data migrations
+    write without signals). Sources are registered by the `assistant` modules, imported before migrate runs."""
+    from tools.sources.index import sources_sync
+    from tools.sources.registry import registry
+
+    sources_sync(registry, using=using)

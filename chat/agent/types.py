@@ -27,6 +27,9 @@ class ToolResult:
     payload: dict[str, Any] | None = None
     is_error: bool = False
     changes: list[dict[str, Any]] = field(default_factory=list)
+    # the sources it found, numbered for citing (tools.sources: {n, id, title, url, snippet, source}): the turn's
+    # `complete.payload.sources`
+    sources: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,18 @@ class ActionResult(Frame):
         "and declared any; the tray tells the page with `pagechat:changed`"))
 
 
+class SourceRef(Frame):
+    """Addition to v1: one object a search of the turn found (tools.sources); the answer cites it as `[n]`."""
+
+    n: int = Field(ge=1, description="its number in the answer's references (`[n]`)")
+    id: str = Field(description="the object's primary key, as text")
+    title: str
+    url: str = Field(description="the object's page (relative to the site, or absolute); \"\" when it has none")
+    snippet: str
+    source: str = Field(description="the source's name, e.g. `articles`")
+    tool_use_id: str = Field(description="the tool call that found it first")
+
+
 class CompletePayload(Frame):
     """The answer: also the body of `POST /api/chat`."""
 
@@ -111,6 +123,9 @@ class CompletePayload(Frame):
                     "limit of model calls (CHAT_MAX_ITERATIONS); a client may offer to continue",
     )
     diagnostics: dict[str, Any] | None = Field(default=None, exclude_if=omit_none, description="staff users only")
+    sources: list[SourceRef] | None = Field(default=None, exclude_if=omit_none, description=(
+        "Addition to v1: what the turn's searches found (only what the user may see), numbered as the answer cites them; "
+        "absent when the turn searched no source, from servers before it and from answers stored before it"))
 
 
 def complete_payload_build(
@@ -118,13 +133,14 @@ def complete_payload_build(
     custom_payload: Mapping[str, Any] | None, tool_history: Sequence[Mapping[str, Any]], conversation_id: int,
     message_id: int | None, run_id: str, usage: Mapping[str, int], diagnostics: Mapping[str, Any] | None = None,
     action_result: Mapping[str, Any] | None = None, stop_reason: str | None = None,
+    sources: Sequence[Mapping[str, Any]] | None = None,
 ) -> CompletePayload:
     """The one builder of `complete.payload`, for a live turn and for a stored run alike (renders message_html)."""
     return CompletePayload.model_validate({
         "message": message, "message_html": render_markdown(message), "suggested_values": suggested_values,
         "suggested_actions": suggested_actions, "custom_payload": custom_payload, "tool_history": tool_history,
         "conversation_id": conversation_id, "message_id": message_id, "run_id": run_id, "usage": usage,
-        "diagnostics": diagnostics, "action_result": action_result, "stop_reason": stop_reason,
+        "diagnostics": diagnostics, "action_result": action_result, "stop_reason": stop_reason, "sources": sources or None,
     })
 
 

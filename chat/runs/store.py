@@ -133,7 +133,7 @@ def run_terminal_event(*, run: Run, staff: bool, seq: int) -> RunEvent | None:
             custom_payload=msg.custom_payload, tool_history=msg.tool_history, conversation_id=run.conversation_id,
             message_id=msg.pk, run_id=str(run.pk), usage={"input_tokens": run.input_tokens, "output_tokens": run.output_tokens},
             diagnostics=run.diagnostics if staff else None, action_result=(run.diagnostics or {}).get("action_result"),
-            stop_reason=msg.stop_reason or None,
+            stop_reason=msg.stop_reason or None, sources=(run.diagnostics or {}).get("sources"),
         )
         return CompleteEvent.build(env, seq, payload=payload)
     if run.status == Run.Status.CANCELLED:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from chat.events import TextDeltaEvent
 from chat.runs import RunHandle
 from payloads.parsing import BUILTIN_MARKERS, MarkerStreamFilter
+from tools.sources.citations import SourceMarkerFilter
 
 
 class TextPipe:
@@ -17,6 +18,7 @@ class TextPipe:
         self.handle = handle
         # the suggestion markers also take the specs' line formats (`a, b, c`; `label|action|handler|style|data`)
         self.filter = MarkerStreamFilter(markers, line_markers=BUILTIN_MARKERS)
+        self.sources = SourceMarkerFilter()  # `[[source:N]]` never goes out as written: readers get `[N]`
         self.window = window
         # The run's text, once: `emitted` holds what went out as text_delta events (one chunk per event), `pending`
         # what waits for the coalescing window. Flushes append emitted chunks to the database (never rewrite).
@@ -39,7 +41,7 @@ class TextPipe:
 
     def feed(self, raw: str) -> None:
         """Model text: blocks behind a marker are held back (and parsed at the end)."""
-        self._queue(self.filter.feed(raw))
+        self._queue(self.filter.feed(self.sources.feed(raw)))
 
     def feed_verbatim(self, text: str) -> None:
         """Text the server wrote (tool markers): shown as is, never parsed for payload blocks."""
@@ -73,5 +75,6 @@ class TextPipe:
 
     def close(self) -> None:
         """The model is done: release what the filter still holds, then emit everything."""
+        self._queue(self.filter.feed(self.sources.close()))
         self._queue(self.filter.close())
         self.flush()

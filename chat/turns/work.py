@@ -89,6 +89,7 @@ class Turn:
         self.flushed_messages = 0  # provider messages already saved with it
         self.flush_window = chat_settings.CHAT_FLUSH_INTERVAL  # doubles after each flush (see _maybe_flush)
         self.action_result: dict[str, Any] | None = None  # how the clicked server action ended (complete.action_result)
+        self.sources: list[dict[str, Any]] = []  # what the turn's searches found, numbered (complete.payload.sources)
         self.stop_reason = ""  # why the answer is unfinished (Message.StopReason), blank when it ended as meant
         # operations: the model name as stored on the run, when the current model call started, the spans
         self.model = chat_settings.CHAT_MODEL if not provider.is_offline else "offline"
@@ -154,6 +155,8 @@ class Turn:
             else:
                 span.end()
         self._before_event()
+        known = {s["n"] for s in self.sources}
+        self.sources += [{**s, "tool_use_id": ev.tool_use_id} for s in r.sources if s.get("n") not in known]
         self.handle.append(ToolCompleteEvent.wire, tool=ev.name, index=ev.index, changes=changes_clean(r.changes))
         self._model_call_starts()  # the next model call follows the tool results
 
@@ -406,6 +409,8 @@ class Turn:
             logs.error_code_var.set(error[0])
         if self.action_result is not None:
             diagnostics["action_result"] = self.action_result  # read back when the terminal event is rebuilt
+        if self.sources:
+            diagnostics["sources"] = self.sources  # read back when the terminal event is rebuilt
         self._record_outcome(status, error, usage, ttft, duration)
         try:
             await RUNS.run(persistence.turn_persist)(record=self.record, outcome=TurnOutcome(
@@ -427,7 +432,7 @@ class Turn:
                     custom_payload=parts.custom_payload, tool_history=self.state.tool_history,
                     conversation_id=self.record.conversation_id, message_id=self.record.assistant_message_id,
                     run_id=self.record.run_id, usage=usage, diagnostics=diagnostics if getattr(self.user, "is_staff", False) else None,
-                    action_result=self.action_result, stop_reason=self.stop_reason or None,
+                    action_result=self.action_result, stop_reason=self.stop_reason or None, sources=self.sources,
                 )
                 self.handle.end(CompleteEvent.wire, payload=payload)
             except (TypeError, ValueError):  # not valid or not serialisable: never leave a run without its terminal event

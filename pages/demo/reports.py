@@ -10,13 +10,16 @@ from django.urls import reverse
 from django.utils.translation import gettext, ngettext
 from pydantic import BaseModel, Field
 
-from chat.agent.types import ToolProgress, ToolResult
+from chat.agent.types import ToolContext, ToolProgress, ToolResult
 from pages.demo.models import Report, ResearchStream
 from pages.demo.search import article_get, article_search
+from pages.demo.sources import ARTICLES
 from pages.registry import ActionFailed, PageSpec, ServerAction, ServerActionResult, register_page
 from payloads.registry import registry as payloads
 from payloads.spec import PayloadSpec
 from tools.registry import tool
+from tools.sources.search import source_search
+from tools.sources.tool import cite
 
 
 def _results_summary(d: dict[str, Any]) -> str:
@@ -39,15 +42,18 @@ def _article_dict(a: Any, *, abstract: bool = False) -> dict[str, Any]:
 
 
 @tool
-def search_articles(query: str, limit: int = 8) -> Generator[ToolProgress, None, ToolResult]:
-    """Search the research article corpus by keywords and show the matching articles."""
+def search_articles(query: str, limit: int = 8, *, ctx: ToolContext) -> Generator[ToolProgress, None, ToolResult]:
+    """Search the research article corpus by keywords and show the matching articles; cite what you use with its [[source:N]] marker."""
     yield ToolProgress("searching", f"Searching the corpus for “{query}”…", 0.2)
-    found = article_search(query=query, limit=max(1, min(limit, 20)))
+    hits = source_search(ARTICLES, user=ctx.user, context=ctx.context, query=query, limit=max(1, min(limit, 20)))
+    found = [h.obj for h in hits]
     yield ToolProgress("ranking", f"Found {len(found)} articles, ranking…", 0.7, data={"count": len(found)})
     articles = [_article_dict(a) for a in found]
-    lines = (f"[{a['external_id']}] {a['title']} — {a['journal']} ({a['published'][:4]})" for a in articles)
+    cited = cite(ctx, hits)  # numbered for the answer's [[source:N]] markers and complete.payload.sources
+    lines = (f"[[source:{c['n']}]] [{a['external_id']}] {a['title']} — {a['journal']} ({a['published'][:4]})" for c, a in zip(cited, articles))
     text = f"Found {len(found)} articles for {query!r}:\n" + "\n".join(lines)
-    return ToolResult(text if found else f"No articles match {query!r}.", payload={"type": "search_results", "data": {"query": query, "articles": articles}})
+    return ToolResult(text if found else f"No articles match {query!r}.", payload={"type": "search_results", "data": {"query": query, "articles": articles}},
+                      sources=cited)
 
 
 @tool
@@ -186,7 +192,7 @@ register_page(PageSpec(
     name="reports",
     identity="You are the Knowledge Horizon assistant on the reports page. You find and explain research articles.",
     context_builder=reports_context,
-    tools=("search_articles", "get_article"),
+    tools=("search_articles", "get_article", "search_streams", "search_reports"),
     payloads=("search_results", "pubmed_article", "search_filters", "query_suggestion", "ai_column_suggestion"),
     server_actions=(
         ServerAction("execute_search", "Run an article search with the proposed search filters", execute_search,

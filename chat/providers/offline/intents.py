@@ -215,6 +215,9 @@ def best_offer(reading: Reading) -> tuple[PayloadOffer | None, int, bool]:
 # ---- intents, highest priority first ---------------------------------------------------------------------------
 
 
+# a result line of a source search (tools.sources): "[[source:N]] [optional id] Title — snippet"
+SOURCE_LINE = re.compile(r"^(\[\[source:\d+\]\]) (?:\[[^\]]*\] )?(.+?)(?: — .*)?$", re.M)
+CITED_MAX = 3
 # how the agent loop tells a model that the user denied a tool call (agent.loop), read as a model would read it
 DECLINED = re.compile(r"\bdid not approve\b", re.I)
 
@@ -235,6 +238,9 @@ def after_tools(r: Reading) -> Reply:
         else:
             more = " " + _("The card above has the details.") if len(text.strip().splitlines()) > 1 else ""
             said = first[:300].rstrip(":")
+            cited = SOURCE_LINE.findall(text)[:CITED_MAX]  # a search of sources: name what it found, citing each
+            if cited:
+                said += ": " + "; ".join(f"{title.strip()[:120]} {marker}" for marker, title in cited)
             parts.append(f"{said}{'' if said.endswith(('.', '!', '?')) else '.'}{more}")
     return Reply(" ".join(parts), _next_tool(r))
 
