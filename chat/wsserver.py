@@ -52,7 +52,19 @@ def install() -> bool:
         self.failByDrop = False  # a close frame with the code, not a TCP reset
         self._fail_connection(CLOSE_TOO_BIG, "frame too large")
 
+    original_send = ws_protocol.WebSocketProtocol.serverSend
+
+    def server_send(self: Any, content: Any, binary: bool = False) -> None:
+        """The limit is on what clients send: autobahn applies it to outgoing messages as well, which failed any event
+        over it (a long answer's `complete`). The reactor thread sends one message at a time, so lifting it here is local."""
+        limit, self.maxMessagePayloadSize = self.maxMessagePayloadSize, 0
+        try:
+            original_send(self, content, binary)
+        finally:
+            self.maxMessagePayloadSize = limit
+
     daphne_server.Server.run = run
+    ws_protocol.WebSocketProtocol.serverSend = server_send
     ws_protocol.WebSocketProtocol._max_message_size_exceeded = max_message_size_exceeded
     _INSTALLED = True
     return True
