@@ -8,8 +8,6 @@ from typing import Any
 from django.db import models
 from django.utils.functional import Promise
 
-from chat.registration import title_shown
-
 WEIGHTS = ("A", "B", "C", "D")  # as PostgreSQL's setweight: A counts most (a title), D least
 Scope = Callable[[Any, dict[str, Any]], "models.QuerySet[Any]"]  # (user, request context) -> the objects this user may see
 Shown = Callable[[Any], str] | str  # a function of the object, or the name of one of its attributes
@@ -48,7 +46,7 @@ class Source:
 
     def display_label(self) -> str:
         """The source's label in the active language."""
-        return title_shown(self.label, self.name)
+        return str(self.label or "").strip() or self.name.replace("_", " ").capitalize()
 
     def columns(self, obj: Any) -> tuple[str, str, str, str]:
         """The object's searchable text by weight (A, B, C, D): each weight's fields joined; list values joined by spaces."""

@@ -27,18 +27,12 @@ def source_tool_spec(source: Source) -> ToolSpec:
         return ToolResult("\n".join([head, *lines, hint]), sources=[dict(e) for e in entries])
 
     description = source.description or f"Search {source.display_label()} by keywords; cite what you use with its [[source:N]] marker."
+    # its title is derived from the name ("search_streams" -> "Search streams")
     return spec_from_function(search, name=source.search_tool_name, description=description, permissions=source.permissions,
-                              title=source.label and _search_title(source), tags=("source",))
+                              tags=("source",))
 
 
 def cite(ctx: ToolContext, hits: list[Hit]) -> list[dict[str, Any]]:
     """Number `hits` in the turn's citations; put the returned entries in `ToolResult.sources` and their
     `[[source:N]]` markers in its text (for a host's own tool that searches a source with `source_search`)."""
     return ledger_of(ctx.services).add(hits)
-
-
-def _search_title(source: Source) -> Any:
-    """"Search <label>", translated where it is shown."""
-    from django.utils.functional import lazy
-
-    return lazy(lambda: gettext("Search %(source)s") % {"source": source.display_label()}, str)()
