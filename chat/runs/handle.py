@@ -5,12 +5,15 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Concatenate, ParamSpec
 
 from chat.events import Envelope
 from chat.metrics import RUN_LOG_LAG
+from chat.runs.compact import FinishedEvents
 from chat.runs.log import ResyncRequired, RunLog
+from chat.runs.malloc import trimmer
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -37,9 +40,11 @@ class RunHandle:
         self.conversation_id = conversation_id
         self.user_id = user_id
         self.envelope = Envelope(run_id, conversation_id)
-        self.events: list[str] = []  # seqs base+1..; earlier ones were released (followers of those resync)
+        # seqs base+1..; earlier ones were released (followers of those resync). Once the run has ended (and only this
+        # process holds its events) they are kept compactly, read back one at a time (chat.runs.compact).
+        self.events: list[str] | FinishedEvents = []
         self.base = 0
-        self.bytes = 0  # the characters of the events held
+        self.bytes = 0  # the characters of the events held (once compacted: the bytes they take)
         self.max_events = max_events  # 0: unbounded
         self.max_bytes = max_bytes
         self.done = False
@@ -96,9 +101,22 @@ class RunHandle:
         self.done = True
         self.finished_at = time.monotonic()
         self._appended()
+        # the run's transient objects (its text joined, rendered, saved, sent) are freed as its task ends: give
+        # their pages back once enough went (chat.runs.malloc)
+        trimmer.released(self.bytes)
+        if self._log is None:
+            self._compact()
         return seq
 
+    def _compact(self) -> None:
+        """Keep the ended run's events as one FinishedEvents (followers reading them go on by index)."""
+        events = FinishedEvents(self.events, self.base, self.envelope)
+        self.events, self.bytes = events, events.nbytes
+        # when they are let go (the retention ends, the memory bound, a deleted conversation), the pages may go back too
+        weakref.finalize(events, trimmer.released, events.nbytes).atexit = False
+
     def _hold(self, data: str) -> None:
+        assert isinstance(self.events, list)  # compacted only once ended, and an ended run takes no more events
         self.events.append(data)
         self.bytes += len(data)
         over_events = self.max_events and len(self.events) > self.max_events
@@ -129,8 +147,12 @@ class RunHandle:
         drop = floor - self.base
         if drop <= 0:
             return 0
-        self.bytes -= sum(len(d) for d in self.events[:drop])
-        del self.events[:drop]
+        if isinstance(self.events, list):
+            self.bytes -= sum(len(d) for d in self.events[:drop])
+            del self.events[:drop]
+        else:  # an ended run's compact events: the few kept are read out
+            self.events = self.events[drop:]
+            self.bytes = sum(len(d) for d in self.events)
         self.base += drop
         return drop
 
