@@ -108,6 +108,14 @@ class Turn:
             AgentComplete: self.on_complete,
         }
 
+    def close(self) -> None:
+        """Break the turn's reference cycles (its handlers and the pipe's callback are its own bound methods): it and
+        its text are then freed as its task ends, not at some later full garbage collection (an idle server may run
+        none for hours, keeping the last answers in memory)."""
+        self.handlers.clear()
+        if self.pipe is not None:
+            self.pipe.on_emit = None
+
     # -- agent events --
     def _before_event(self) -> None:
         if self.pipe is not None:  # text before the event goes out first
@@ -564,4 +572,5 @@ async def turn_execute(handle: RunHandle, user: User, frame: ChatSend, provider:
     except asyncio.CancelledError:
         if not handle.done and not handle.finishing:
             await turn.finish_uncancellable(None, Run.Status.CANCELLED, None, None)
-
+    finally:
+        turn.close()
