@@ -150,8 +150,9 @@ def drf_error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
         if status == 400:
             out[400] = OpenApiResponse(
                 {"type": "object", "additionalProperties": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}},
-                description="DRF's field errors `{\"<field>\": [\"<message>\", ...]}`, or, for a body JSON cannot hold (not JSON, NaN or "
-                            "Infinity, a NUL character, too deep), the v1 error `{\"type\": \"error\", \"code\": \"bad_json\" | \"bad_frame\", \"message\": ...}`.")
+                description="DRF's field errors `{\"<field>\": [\"<message>\", ...]}`, or, for a body JSON cannot hold (not JSON, NaN "
+                            "or Infinity, a NUL character, too deep), the v1 error "
+                            "`{\"type\": \"error\", \"code\": \"bad_json\" | \"bad_frame\", \"message\": ...}`.")
         else:
             out[status] = OpenApiResponse(detail, description="DRF's `{\"detail\": ...}`" + (" (not the user's, or no such id)" if status == 404 else ""))
     return dict(sorted(out.items()))
