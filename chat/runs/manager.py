@@ -39,6 +39,13 @@ from chat.runs.log import ResyncRequired, RunLog, RunState, run_log_from_setting
 from chat.runs.shutdown import SigtermChain
 
 log = logging.getLogger(__name__)
+
+
+def _away_errors() -> tuple[type[BaseException], ...]:
+    """What the database or Redis being away raises (a heartbeat then waits for the next tick)."""
+    return (DatabaseError, *redis_errors())
+
+
 PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"[:64]
 # A log that lacks its terminal event this long after the run ended in the database gets it from there.
 TERMINAL_GRACE = 3.0
@@ -314,7 +321,7 @@ class RunManager:
                 await self.tick()
             except asyncio.CancelledError:
                 raise
-            except (DatabaseError, *redis_errors()) as exc:  # the database or Redis is away: the next tick tries again
+            except _away_errors() as exc:  # the database or Redis is away: the next tick tries again
                 self._beat_failed.warning("heartbeat failed", exc=exc)
             except Exception as exc:  # a bug: the loop (the sweep, the polls) goes on, its traceback once a minute
                 self._beat_bug.warning("heartbeat failed", exc=exc)
