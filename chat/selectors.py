@@ -83,7 +83,8 @@ def conversation_messages(*, conversation: Conversation, with_runs: bool = False
     exist: all of them, or the latest `limit` (older than message `before` when given); `with_runs` also reads
     each answer's run (its diagnostics) in the same query. Each answer's `earlier_versions` holds the answers a
     regenerate replaced before it (oldest first): the replaced answers after the same question that say something."""
-    messages = conversation.messages.order_by("id").prefetch_related("attachments")
+    # each answer's sources (what its turn's searches found, kept with its run) in the same query, for everyone
+    messages = conversation.messages.order_by("id").prefetch_related("attachments").annotate(run_sources=F("run__diagnostics__sources"))
     if before is not None:
         messages = messages.filter(id__lt=before)
     has_earlier = False

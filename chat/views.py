@@ -329,12 +329,22 @@ class MessageSerializer(serializers.ModelSerializer):
     attachments = AttachmentSerializer(many=True, read_only=True)
     earlier_versions = serializers.SerializerMethodField(
         help_text="An answer's earlier versions, replaced by regenerating it, oldest first (empty for questions)")
+    sources = serializers.SerializerMethodField(help_text=(
+        "Addition: what the answer's searches found, numbered as it cites them (`[n]`), as in `complete.payload.sources`; "
+        "null when it searched no source"))
 
     class Meta:
         model = Message
         fields = ["id", "role", "content", "message_html", "interaction_type", "suggested_values", "suggested_actions",
                   "custom_payload", "tool_history", "status", "run_id", "feedback", "feedback_comment", "payload_outcome",
-                  "stop_reason", "diagnostics", "attachments", "earlier_versions", "created_at"]
+                  "stop_reason", "diagnostics", "attachments", "earlier_versions", "sources", "created_at"]
+
+    @extend_schema_field({"type": ["array", "null"], "items": {"$ref": "#/components/schemas/SourceRef"}})
+    def get_sources(self, obj: Message) -> list[dict[str, Any]] | None:
+        """Addition: an answer's sources as its `complete.payload.sources` listed them (read with the conversation;
+        null for questions, answers that searched no source and a message read on its own)."""
+        sources = getattr(obj, "run_sources", None)
+        return list(sources) if isinstance(sources, list) and sources and obj.role == Message.Role.ASSISTANT else None
 
     @extend_schema_field(EarlierVersionSerializer(many=True))
     def get_earlier_versions(self, obj: Message) -> list[dict[str, Any]]:

@@ -209,6 +209,19 @@ def test_rest_turn_carries_sources_and_never_alices(two_users: tuple[Any, Any], 
     assert [s["title"] for s in payload["sources"]] == ["CRISPR delivery watch"] and SECRET not in response.content.decode()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_conversation_history_returns_each_answers_sources(two_users: tuple[Any, Any], client: Any) -> None:
+    """A reloaded conversation still cites: the REST message representation carries the answer's sources."""
+    demo, _ = two_users
+    auth = {"HTTP_AUTHORIZATION": f"Token {token_for(demo)}"}
+    body = {"client_message_id": "s2", "message": "Search your research streams for CRISPR delivery", "context": {"current_page": "reports"}}
+    live = client.post("/api/chat", data=json.dumps(body), content_type="application/json", **auth).json()
+    history = client.get(f"/api/conversations/{live['conversation_id']}/", **auth)
+    question, answer = history.json()["messages"]
+    assert answer["sources"] == live["sources"] and answer["sources"][0]["title"] == "CRISPR delivery watch"
+    assert question["sources"] is None and SECRET not in history.content.decode()
+
+
 @pytest.mark.services
 @pytest.mark.django_db
 def test_on_postgresql_the_default_backend_is_its_full_text_search(two_users: tuple[Any, Any]) -> None:
