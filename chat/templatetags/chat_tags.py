@@ -138,13 +138,6 @@ class ChatTrayNode(template.Node):
         )
 
 
-def csp_nonce(context: Context, request: Any) -> str:
-    """The request's CSP nonce as a string, or "" on a site without Django's CSP middleware.
-
-    From the context processor when the host has it, else from the middleware's request
-    attribute. Django's LazyNonce is falsy until first read, so it is tested against None
-    and read here: the script tag needs it whether or not the page used it before.
-    """
 def tray_user(context: Context, page: str) -> Any:
     """The signed-in user the tray is for on `page`, or None when it shows nothing there."""
     request = context.get("request")
@@ -183,6 +176,13 @@ def chat_tray_head(context: Context, page: str = "") -> str:
                        format_html(' nonce="{}"', nonce) if nonce else "", mark_safe(OPEN_STATE_SCRIPT))  # a constant
 
 
+def csp_nonce(context: Context, request: Any) -> str:
+    """The request's CSP nonce as a string, or "" on a site without Django's CSP middleware.
+
+    From the context processor when the host has it, else from the middleware's request
+    attribute. Django's LazyNonce is falsy until first read, so it is tested against None
+    and read here: the script tag needs it whether or not the page used it before.
+    """
     nonce = context.get("csp_nonce")
     if nonce is None and request is not None:
         nonce = get_nonce(request)

@@ -369,6 +369,8 @@ export class TrayView {
   showOpen({ focus = true } = {}) {
     this.panelEl.hidden = false;
     this.root.classList.add("is-open");
+    // what a page's CSS makes room by ({% chat_tray_head %} sets it before the first paint of a page the tray opens on)
+    document.documentElement.setAttribute("data-chat-tray-open", "");
     this.launcher.setAttribute("aria-expanded", "true");
     this.launcher.setAttribute("aria-label", gettext("Close chat"));
     if (focus) this.input.focus();
@@ -386,10 +388,9 @@ export class TrayView {
   showClosed() {
     this.panel.close();
     this.panelEl.hidden = true;
-    // what a page's CSS makes room by ({% chat_tray_head %} sets it before the first paint of a page the tray opens on)
-    document.documentElement.setAttribute("data-chat-tray-open", "");
     this.stepAside(false);
     this.root.classList.remove("is-open");
+    document.documentElement.removeAttribute("data-chat-tray-open");
     this.launcher.setAttribute("aria-expanded", "false");
     this.launcher.setAttribute("aria-label", CONTRACT_NAMES.launcher);
     this.launcher.focus();
@@ -407,7 +408,6 @@ export class TrayView {
     this.listButton.setAttribute("aria-pressed", "true");
     history.show();
   }
-    document.documentElement.removeAttribute("data-chat-tray-open");
 
   // ---- state ---------------------------------------------------------------------------------------
 
