@@ -7,6 +7,7 @@ import { h, button, icon, ICONS, jsonText } from "./dom.js";
 import { renderHtml, renderText } from "./markdown.js";
 import { runSuggestedAction } from "./actions.js";
 import { findPayloadHandler } from "./registry.js";
+import { linkCitations, sourcesList } from "./sources.js";
 import { formatNumber, gettext, gettext_noop, interpolate, outcomeLabel, titleInSentence } from "./i18n.js";
 
 const STYLES = new Set(["primary", "secondary", "warning"]);
@@ -41,6 +42,8 @@ export function normalizeMessage(raw) {
     feedback_comment: raw.feedback_comment || "",
     payload_outcome: raw.payload_outcome || "",
     stop_reason: raw.stop_reason || "",
+    // what the answer cites as [N] (complete.payload.sources, and the REST message's sources)
+    sources: Array.isArray(raw.sources) ? raw.sources : [],
     // answers a regenerate replaced, oldest first (the reader can page back to them)
     earlier_versions: Array.isArray(raw.earlier_versions) ? raw.earlier_versions.filter((v) => v && typeof v.content === "string") : [],
   };
@@ -184,7 +187,11 @@ function messageBody(message, tray) {
   const body = h("div", { class: "chat-bubble chat-bubble--assistant chat-md" });
   const card = (index) => toolCard(index, (message.tool_history || [])[index]);
   const options = { copyCode: (text, btn) => tray.copy(text, btn), highlight: true };
-  body.append(message.message_html ? renderHtml(message.message_html, card, options) : renderText(message.content, card, options));
+  const rendered = message.message_html ? renderHtml(message.message_html, card, options) : renderText(message.content, card, options);
+  // an earlier version (the pager) has no sources of its own: its references stay text and it has no list
+  body.append(linkCitations(rendered, message.sources));
+  const list = sourcesList(message.sources);
+  if (list) body.append(list);
   return body;
 }
 
