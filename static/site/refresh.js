@@ -22,4 +22,38 @@ async function refreshMarkedParts() {
   document.dispatchEvent(new CustomEvent("site:refreshed"));
 }
 
-document.addEventListener("pagechat:refresh", refreshMarkedParts);
+// One fetch for the refresh and the changes a turn announces together (they arrive in the same task).
+let refreshing = null;
+function refreshSoon() {
+  refreshing ??= Promise.resolve().then(() => {
+    refreshing = null;
+    return refreshMarkedParts();
+  });
+  return refreshing;
+}
+
+document.addEventListener("pagechat:refresh", refreshSoon);
+
+/**
+ * What an approved tool or a server action changed ("pagechat:changed", detail {entity, id, kind, fields, tool|action}):
+ * a field the page shows is marked `data-entity`, `data-entity-id` and `data-field` and takes its new value at once
+ * (text only: the value is data); a record created or deleted changes counts and lists (and an update without its
+ * values may change anything), so the marked parts are fetched again. The document's title follows a renamed record shown in it.
+ */
+document.addEventListener("pagechat:changed", (event) => {
+  const { entity, id, kind, fields } = event.detail || {};
+  if (typeof entity !== "string" || id === undefined || id === null) return;
+  const selector = `[data-entity="${CSS.escape(entity)}"][data-entity-id="${CSS.escape(String(id))}"][data-field]`;
+  if (kind === "updated" && fields && typeof fields === "object") {
+    for (const el of document.querySelectorAll(selector)) {
+      const field = el.dataset.field;
+      if (!Object.hasOwn(fields, field) || fields[field] === null || typeof fields[field] === "object") continue;
+      const old = el.textContent;
+      const value = String(fields[field]);
+      el.textContent = value;
+      if (old && document.title.includes(old)) document.title = document.title.replace(old, value);
+    }
+  } else {
+    refreshSoon(); // created or deleted (counts and lists change), or updated without the new values
+  }
+});

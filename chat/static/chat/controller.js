@@ -14,6 +14,8 @@ import { chatSendFrame } from "./protocol.js";
 import { LiveTurn } from "./live.js";
 import { HistoryView } from "./history.js";
 import { payloadOpensPanel, showDiagnostics, showPayload } from "./panel.js";
+import { runSuggestedAction } from "./actions.js";
+import { acceptingAction } from "./proposals.js";
 import { normalizeMessage, renderAssistantMessage, renderUserMessage } from "./messages.js";
 import { TrayView } from "./view.js";
 import { copyText } from "./dom.js";
@@ -67,6 +69,7 @@ export class Tray {
     });
     this.pending = []; // files chosen for the next message: {key, name, status: "uploading"|"ready", data, preview}
     this.editing = false; // the composer holds an edit of the last question
+    this.draftBeforeEdit = ""; // what the composer held when the edit began (Cancel and Escape put it back)
     this.replacedVersions = null; // a regenerate's replaced answer and its versions, for the answer that replaces it
     this.replacedAnswer = null; // that answer itself, put back if the server refuses the regenerate (it replaced nothing)
     // The browser's own view of the network: warn at once instead of "Thinking…" for 30 s.
@@ -95,7 +98,8 @@ export class Tray {
   /** Store the composer's unsent text and uploaded files (not an edit of the last question: that is not new text). */
   saveDraft() {
     const files = this.pending.filter((p) => p.status === "ready").map((p) => p.data);
-    this.store.setDraft(String(this.config.user ?? ""), this.editing ? "" : this.view.input.value, files);
+    // while an edit fills the composer, the draft is what it held before (the edit's words are not new text)
+    this.store.setDraft(String(this.config.user ?? ""), this.editing ? this.draftBeforeEdit : this.view.input.value, files);
   }
 
   // ---- what views and pages read ------------------------------------------------------------------
@@ -179,8 +183,8 @@ export class Tray {
     this.replacedVersions = null; // a new question: its answer replaces nothing
     this.replacedAnswer = null;
     const attachments = withFiles ? this.takePending() : [];
-    this.view.appendMessage(renderUserMessage(text, this, attachments), { force: true });
-    this.store.addMessage({ role: "user", content: text, attachments });
+    this.view.appendMessage(renderUserMessage(text, this, attachments, interactionType), { force: true });
+    this.store.addMessage({ role: "user", content: text, attachments, interaction_type: interactionType });
     this.store.lastRequest = { message: text, interactionType, actionMetadata, attachments: attachments.map((a) => a.id) };
     this.saveDraft(); // sent: no longer a draft (a chip's message leaves the composer's own text as it is)
     this.startRun();
@@ -288,6 +292,7 @@ export class Tray {
   /** Put the last question into the composer for editing; sending it replaces the question and its answer. */
   beginEdit(text) {
     if (this.protocol.following) return;
+    if (!this.editing) this.draftBeforeEdit = this.view.input.value; // Cancel puts it back, exactly
     this.editing = true;
     this.view.showEditing(true, text);
     this.saveDraft();
@@ -296,15 +301,22 @@ export class Tray {
   /** The last question into the composer for editing (Up in an empty composer); false when there is none to edit. */
   editLastQuestion() {
     if (this.protocol.following || this.editing || this.store.conversationId === null) return false;
-    const question = [...this.store.messages].reverse().find((m) => m.role === "user" && m.content);
-    if (!question) return false;
+    const question = [...this.store.messages].reverse().find((m) => m.role === "user");
+    // only typed words can be edited: a chip or a button click (value_selected, action_executed) is not text to rewrite
+    if (!question?.content || (question.interaction_type || "text_input") !== "text_input") return false;
     this.beginEdit(question.content);
     return true;
   }
 
+  /** Leave the edit (Cancel, Escape, or once it is sent): the composer holds again exactly what it held before. */
   cancelEdit() {
+    if (!this.editing) return;
     this.editing = false;
     this.view.showEditing(false);
+    this.view.setComposerText(this.draftBeforeEdit ?? "");
+    this.draftBeforeEdit = "";
+    this.saveDraft();
+    if (this.isOpen) this.view.focusInput(); // the Cancel edit button is gone: focus stays in the message box
   }
 
   editLast(text) {
@@ -315,8 +327,8 @@ export class Tray {
     this.dropTrailing("assistant");
     this.dropTrailing("user");
     const attachments = this.pending.every((p) => p.status === "ready") ? this.takePending() : [];
-    this.view.appendMessage(renderUserMessage(text, this, attachments), { force: true });
-    this.store.addMessage({ role: "user", content: text, attachments });
+    this.view.appendMessage(renderUserMessage(text, this, attachments, "text_input"), { force: true });
+    this.store.addMessage({ role: "user", content: text, attachments, interaction_type: "text_input" });
     this.store.lastRequest = { message: text, interactionType: "text_input", actionMetadata: null, replaceLast: "question",
       attachments: attachments.map((a) => a.id) };
     this.startRun();
@@ -516,11 +528,13 @@ export class Tray {
     const request = this.store.lastRequest;
     this.endLive();
     this.addAssistantMessage(message);
-    if (message.custom_payload && payloadOpensPanel(message.custom_payload)) this.openPayload(message.custom_payload);
+    // a card that opens by itself never takes the focus (nor what the person is typing meanwhile)
+    if (message.custom_payload && payloadOpensPanel(message.custom_payload)) this.openPayload(message.custom_payload, { focus: false });
     // A server action's outcome (protocol: complete.payload.action_result): pages refresh what it changed.
     const result = payload.action_result;
     if (result && typeof result.action === "string") {
       this.view.dispatch("action-result", { result: { ...result }, message });
+      if (result.status === "succeeded") this.announceChanges(result.changes, { action: result.action });
       if (result.status === "succeeded" && result.refresh) this.view.dispatch("refresh", { action: result.action, message });
     } else if (request?.interactionType === "action_executed") {
       this.refreshPage(message); // a server without action_result: any server action may have changed the page
@@ -591,7 +605,9 @@ export class Tray {
   /** A stored message as shown (its element) and as kept in the store (its entry). */
   storedMessage(m, latest) {
     if (m.role === "user") {
-      return { el: renderUserMessage(m.content ?? "", this, m.attachments), entry: { role: "user", content: m.content ?? "", attachments: m.attachments || [] } };
+      const typed = m.interaction_type || "text_input";
+      return { el: renderUserMessage(m.content ?? "", this, m.attachments, typed),
+        entry: { role: "user", content: m.content ?? "", attachments: m.attachments || [], interaction_type: typed } };
     }
     const message = normalizeMessage(m);
     // the outcome is stored with the message: the proposal shows as decided after a reload
@@ -670,8 +686,36 @@ export class Tray {
 
   // ---- panels ----------------------------------------------------------------------------------------
 
-  openPayload(payload) {
-    showPayload(this.panel, payload, this);
+  /** Show a payload in the panel; `focus` false for one that opens by itself (it leaves the focus where it is). */
+  openPayload(payload, { focus = true } = {}) {
+    showPayload(this.panel, payload, this, { focus });
+  }
+
+  /**
+   * The server action of the latest answer that applies this proposal (the card's own primary button where the page
+   * gives it no Accept), or null: the proposal is decided already, or it is not the latest answer's (its buttons are gone).
+   */
+  proposalAction(payload) {
+    const latest = [...this.store.messages].reverse().find((m) => m.role === "assistant");
+    if (!payload || latest?.custom_payload?.payload_id !== payload.payload_id || this.store.payloadOutcome(payload.payload_id)) return null;
+    return acceptingAction(latest);
+  }
+
+  /** The card's Accept through the answer's server action: sent as its button is, and the proposal is decided (one path). */
+  acceptWith(action, payload) {
+    if (this.protocol.following) {
+      this.notice(gettext("Please wait for the current reply, or stop it first."), "error");
+      return;
+    }
+    this.markPayload(payload, "accepted", { stepAside: false }); // the answer to the action follows in the tray
+    runSuggestedAction(action, this);
+  }
+
+  /** Tell the page what a tool or a server action changed: one `pagechat:changed` per record (protocol: `changes`). */
+  announceChanges(changes, source) {
+    for (const change of Array.isArray(changes) ? changes : []) {
+      if (change && typeof change.entity === "string") this.view.dispatch("changed", { ...change, ...source });
+    }
   }
 
   openDiagnostics(diagnostics) {
@@ -682,7 +726,7 @@ export class Tray {
    * Remember Accept/Reject: the message's tag says what happened, its actions are disabled, and
    * the outcome is stored with the message (so it survives navigation and reloads).
    */
-  markPayload(payload, outcome) {
+  markPayload(payload, outcome, { stepAside = true } = {}) {
     if (!this.store.setPayloadOutcome(payload?.payload_id, outcome)) return;
     this.view.markPayloadOutcome(payload.payload_id, outcome);
     this.view.dispatch("payload-outcome", { payload, outcome });
@@ -691,7 +735,7 @@ export class Tray {
       this.api.markMessage(message.id, { payload_outcome: outcome }).catch(() => this.notice(gettext("Could not save that decision."), "error"));
     }
     // Accept may fill a form on the page: on a phone the sheet steps aside so the form is visible.
-    if (outcome === "accepted") this.view.stepAside();
+    if (outcome === "accepted" && stepAside) this.view.stepAside();
   }
 
   /** Rename a conversation (the tray's conversation list). */
@@ -733,6 +777,7 @@ const EVENT_HANDLERS = {
   },
   tool_complete(event, live) {
     live.toolComplete(event);
+    this.announceChanges(event.changes, { tool: event.tool }); // at once: the page need not wait for the answer's end
   },
   tool_approval(event, live) {
     live.approvalRequest(event);

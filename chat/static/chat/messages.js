@@ -7,6 +7,7 @@ import { h, button, icon, ICONS, jsonText } from "./dom.js";
 import { renderHtml, renderText } from "./markdown.js";
 import { runSuggestedAction } from "./actions.js";
 import { findPayloadHandler } from "./registry.js";
+import { acceptsProposal, decidesProposal } from "./proposals.js";
 import { linkCitations, sourcesList } from "./sources.js";
 import { formatNumber, gettext, gettext_noop, interpolate, outcomeLabel, titleInSentence } from "./i18n.js";
 
@@ -61,11 +62,12 @@ export function normalizeMessage(raw) {
 
 /**
  * A user bubble with Copy (when it says something); the latest question gets an Edit button (the tray hides it on
- * older ones).
+ * older ones) when it was typed: a chip or a button click (`interactionType` value_selected, action_executed) is not
+ * words to rewrite.
  * @param {string} text
  * @param {object|null} tray  null for a bubble without actions
  */
-export function renderUserMessage(text, tray = null, attachments = []) {
+export function renderUserMessage(text, tray = null, attachments = [], interactionType = "text_input") {
   const files = Array.isArray(attachments) ? attachments.filter((a) => a && typeof a.url === "string") : [];
   const el = h(
     "div",
@@ -79,7 +81,7 @@ export function renderUserMessage(text, tray = null, attachments = []) {
         "div",
         { class: "chat-msg__actions chat-msg__actions--user", role: "group", "aria-label": gettext("Question actions") },
         text ? actionButton(gettext("Copy"), ACTION_ICONS.copy, (e) => tray.copy(text, e.currentTarget), "chat-copy") : null,
-        actionButton(gettext("Edit"), ACTION_ICONS.edit, () => tray.beginEdit(text), "chat-edit"),
+        interactionType === "text_input" ? actionButton(gettext("Edit"), ACTION_ICONS.edit, () => tray.beginEdit(text), "chat-edit") : null,
       ),
     );
   }
@@ -217,7 +219,7 @@ export function renderSuggestions(message, tray) {
         { class: "chat-actions", role: "group", "aria-label": gettext("Suggested actions") },
         actions.map((a) => {
           const style = STYLES.has(a.style) ? a.style : "secondary";
-          return suggestedActionButton(a, style, tray);
+          return suggestedActionButton(a, style, tray, message.custom_payload);
         }),
       ),
     );
@@ -229,14 +231,23 @@ export function renderSuggestions(message, tray) {
 // then their group is disabled. Page and other client actions (highlight, copy, a tab switch) may repeat.
 const DECIDING = new Set(["cancel", "restart"]);
 
-function suggestedActionButton(action, style, tray) {
+/**
+ * A suggested action's button. One that would do what the answer's proposal card does (its server action with the
+ * proposal's data accepts it, `cancel` rejects it) is marked `data-pagechat-decides` with the proposal's id: deciding the
+ * proposal on either side disables it (one accept path), and clicking the server one marks the proposal accepted.
+ */
+function suggestedActionButton(action, style, tray, payload = null) {
+  const decides = payload?.payload_id !== undefined && payload?.payload_id !== null && decidesProposal(action, payload);
   const btn = button(action.label || action.action, async () => {
     if (action.handler === "server" || DECIDING.has(action.action)) {
       const group = btn.closest(".chat-suggestions");
       for (const b of group?.querySelectorAll(".chat-actions button") ?? []) b.disabled = true;
     }
     await runSuggestedAction(action, tray);
+    // sent (the reply is on its way): the proposal it applies is accepted, its card's Accept and Reject with it
+    if (decides && acceptsProposal(action, payload) && tray.protocol?.following) tray.markPayload(payload, "accepted", { stepAside: false });
   }, { cls: `chat-btn chat-btn--${style}` });
+  if (decides) btn.dataset.pagechatDecides = String(payload.payload_id);
   return btn;
 }
 
@@ -313,14 +324,18 @@ export function renderAssistantMessage(message, tray, { latest = false } = {}) {
   if (latest) {
     const suggestions = renderSuggestions(message, tray);
     if (suggestions) {
-      if (payloadId && tray.payloadOutcomes?.get(payloadId)) disableActions(suggestions);
+      if (payloadId && tray.payloadOutcomes?.get(payloadId)) disableActions(suggestions, payloadId);
       el.append(suggestions);
     }
   }
   return el;
 }
 
-/** Disable the action buttons (not the chips) of a suggestions block: their decision is made. */
-export function disableActions(container) {
-  for (const b of container.querySelectorAll(".chat-actions button")) b.disabled = true;
+/**
+ * Disable the action buttons (not the chips) of a suggestions block whose decision is made: with `payloadId`, only
+ * those that would accept or reject that proposal (see suggestedActionButton).
+ */
+export function disableActions(container, payloadId = null) {
+  const selector = payloadId === null ? ".chat-actions button" : `.chat-actions button[data-pagechat-decides="${CSS.escape(String(payloadId))}"]`;
+  for (const b of container.querySelectorAll(selector)) b.disabled = true;
 }

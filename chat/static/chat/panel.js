@@ -30,9 +30,15 @@ export class FloatingPanel {
     return !this.el.hidden;
   }
 
-  /** Show content: {title, icon, width, body: Node, buttons: [{label, cls, onClick}], kind}. */
-  open({ title, icon = null, width = null, body, buttons = [], kind = "payload" }) {
-    if (!this.isOpen) this.returnFocus = document.activeElement;
+  /**
+   * Show content: {title, icon, width, body: Node, buttons: [{label, cls, onClick}], kind}. `focus`: the person opened
+   * it, so its title takes the focus; a panel that opens by itself (an answer's card) leaves the focus, and every key
+   * typed, where the person put them.
+   */
+  open({ title, icon = null, width = null, body, buttons = [], kind = "payload", focus = true }) {
+    const active = document.activeElement;
+    if (focus && !this.el.contains(active)) this.returnFocus = active;
+    else if (!this.isOpen) this.returnFocus = null;
     this.el.dataset.kind = kind;
     this.el.style.setProperty("--chat-panel-width", width || "");
     this.title.textContent = title;
@@ -43,15 +49,19 @@ export class FloatingPanel {
     this.footer.replaceChildren(...buttons.map((b) => button(b.label, b.onClick, { cls: b.cls })));
     this.footer.hidden = buttons.length === 0;
     this.el.hidden = false;
-    this.title.focus();
+    if (focus) this.title.focus();
   }
 
   close() {
     if (!this.isOpen) return;
+    // focus goes back only from inside the panel (or from nowhere): closing never moves it away from where the person is
+    const active = document.activeElement;
+    const inside = !active || active === document.body || this.el.contains(active);
     this.el.hidden = true;
     this.body.replaceChildren();
     const target = this.returnFocus;
     this.returnFocus = null;
+    if (!inside) return;
     const usable = target && target !== document.body && target.isConnected && !target.disabled && target.getClientRects().length > 0;
     if (usable && typeof target.focus === "function") target.focus();
     else this.fallbackFocus?.()?.focus();
@@ -66,9 +76,9 @@ export function payloadOpensPanel(payload) {
 
 /**
  * Open a custom payload in the panel. Types without a renderer get the generic fallback card,
- * so a user can still see what the assistant proposed.
+ * so a user can still see what the assistant proposed. `focus`: false for a card that opens by itself.
  */
-export function showPayload(panel, payload, tray) {
+export function showPayload(panel, payload, tray, { focus = true } = {}) {
   const handler = findPayloadHandler(payload.type);
   const hasRender = handler && handler.panel !== false && typeof handler.render === "function";
   const data = payload.data;
@@ -93,11 +103,20 @@ export function showPayload(panel, payload, tray) {
     }
     panel.close();
   };
-  if (hasRender && typeof handler.onAccept === "function") {
+  const onAccept = hasRender && typeof handler.onAccept === "function";
+  const onReject = hasRender && typeof handler.onReject === "function";
+  // A card its page cannot apply: the answer's own server action that applies it is the card's primary button (the same
+  // path as that button in the chat), with Reject beside it, so a person decides without leaving the card.
+  const action = onAccept ? null : tray.proposalAction?.(payload);
+  if (onAccept) {
     buttons.push({ label: gettext("Accept"), cls: "chat-btn chat-btn--primary", onClick: decide(handler.onAccept.bind(handler), "accepted") });
+  } else if (action) {
+    buttons.push({ label: action.label || gettext("Accept"), cls: "chat-btn chat-btn--primary", onClick: () => tray.acceptWith(action, payload) });
   }
-  if (hasRender && typeof handler.onReject === "function") {
+  if (onReject) {
     buttons.push({ label: gettext("Reject"), cls: "chat-btn chat-btn--secondary", onClick: decide(handler.onReject.bind(handler), "rejected") });
+  } else if (action) {
+    buttons.push({ label: gettext("Reject"), cls: "chat-btn chat-btn--secondary", onClick: decide(() => undefined, "rejected") });
   }
   const container = h("div", { class: "chat-payload", dataset: { payloadType: String(payload.type) } }, body);
   panel.open({
@@ -107,6 +126,7 @@ export function showPayload(panel, payload, tray) {
     body: container,
     buttons,
     kind: "payload",
+    focus,
   });
 }
 

@@ -6,6 +6,7 @@
  */
 import { h, button, icon, ICONS } from "./dom.js";
 import { FloatingPanel } from "./panel.js";
+import { disableActions } from "./messages.js";
 import { formatNumber, gettext, interpolate, ngettext, outcomeLabel } from "./i18n.js";
 
 // The launcher's, the message box's and the send button's accessible names are a published contract (tests and
@@ -477,8 +478,12 @@ export class TrayView {
     for (const el of this.log.querySelectorAll(".chat-suggestions")) el.remove();
   }
 
-  /** Put an accepted/rejected tag on every message that offers this payload. */
+  /**
+   * Put an accepted/rejected tag on every message that offers this payload, and disable the suggested actions that
+   * would accept or reject it again (one accept path: the card's Accept and the chat's button are the same decision).
+   */
   markPayloadOutcome(payloadId, outcome) {
+    disableActions(this.log, payloadId);
     for (const el of this.log.querySelectorAll(".chat-msg__tools")) {
       if (el.dataset.payloadId === String(payloadId)) {
         el.querySelector(".chat-payload-outcome")?.remove();

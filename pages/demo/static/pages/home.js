@@ -15,8 +15,9 @@ registerPageHandlers({
           [gettext("Purpose"), data.purpose],
           [gettext("Reports"), data.report_frequency],
           [gettext("Channels"), channels],
-        ], gettext("Use the Create button in the chat to create this stream."));
+        ]);
       },
+      // no onAccept: the card's primary button is the answer's own "create_stream" action (the tray links them)
     },
   },
 });
