@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import base64
 import copy
+import ctypes
 import hashlib
 import io
 import logging
+import os
 import re
+import threading
 import unicodedata
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -25,7 +29,7 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
-from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
 
 from chat.agent.data import as_data_inline
 from chat.conf import chat_settings
@@ -44,6 +48,7 @@ PDF = "application/pdf"
 ACCEPTED_TYPES: tuple[str, ...] = (*dict.fromkeys(IMAGE_TYPES.values()), PDF)
 THUMBNAIL_SIZE = (320, 320)
 MAX_IMAGE_PIXELS = 40_000_000  # a larger image is refused (decompression bombs; no model takes it whole anyway)
+DECODE_WAIT_SECONDS = 30.0  # an upload waits this long for its turn to be read (`_read_in_turn`), then is refused (`rate_limited`)
 UNSENT_PER_MESSAGE_LIMIT = 4  # a user may have this many messages' worth of uploads waiting to be sent
 BLOCK = "attachment"  # the placeholder block type in built history, resolved per provider by `blocks_resolve`
 
@@ -87,8 +92,8 @@ _PRESENTATION = frozenset({"dpi", "jfif", "jfif_version", "jfif_density", "jfif_
 
 def _metadata_stripped(data: bytes) -> bytes:
     """The image without its metadata and with its EXIF orientation applied to the pixels; `data` itself when it has
-    none (or is animated, or a GIF: kept as uploaded). A JPEG that needs no turning keeps its quantization (no
-    second loss of quality); a PNG stays lossless; a JPEG with more images (MPO) is kept as its first, a plain JPEG."""
+    none (or is animated, or a GIF: kept as uploaded). A JPEG keeps its quantization, turned or not (no second loss of
+    quality, and about its size); a PNG stays lossless; a JPEG with more images (MPO) is kept as its first, a plain JPEG."""
     with Image.open(io.BytesIO(data)) as img:
         multi = img.format == "MPO"
         fmt = "JPEG" if multi else img.format
@@ -102,54 +107,120 @@ def _metadata_stripped(data: bytes) -> bytes:
         if fmt == "JPEG":
             kept["comment"] = b""  # Pillow copies a JPEG's comment unless told otherwise
         turned = img.getexif().get(ExifTags.Base.Orientation, 1) not in (None, 1)
-        upright: Image.Image = img
+        upright = ImageOps.exif_transpose(img) if turned else img  # a copy at full size only when it is turned
         options: dict[str, Any] = {}
-        if img.format == "JPEG" and not turned:
-            options = {"quality": "keep", "subsampling": "keep"}
-        else:
-            upright = ImageOps.exif_transpose(img)
-            options = {"quality": 95} if fmt != "PNG" else {}
+        if isinstance(img, JpegImagePlugin.JpegImageFile):  # an MPO too. What "keep" does, for a turned copy as well: at
+            # quality 95 a turned photo came out up to three times its size (past the 5 MB a model takes)
+            options = {"qtables": img.quantization, "subsampling": JpegImagePlugin.get_sampling(img)}
+        elif fmt == "WEBP":
+            options = {"quality": 95}
         out = io.BytesIO()
+        upright.load()  # saved unloaded, Pillow would copy the image from a file object at full size first
         upright.save(out, format=fmt, **kept, **options)  # EXIF and XMP are written only when passed
         return out.getvalue()
 
 
+def decode_cost_per_pixel(fmt: str, mode: str) -> int:
+    """Bytes of memory reading an image takes per pixel, at most: its decoded pixel as Pillow holds it (a byte for
+    bilevel, greyscale and palette images, two for 16-bit greyscale, four for anything else: RGB too) twice, once
+    decoded and once more while it is turned upright or its thumbnail is made; six times for a WebP (Pillow reads every
+    WebP through libwebp's animation decoder, which keeps two frames of four bytes a pixel and hands one over as a copy).
+    Measured from outside a server process by tests/bench/upload_memory.py."""
+    per_pixel = 4 if fmt == "WEBP" else 1 if mode in ("1", "L", "P") else 2 if mode.startswith("I;16") else 4
+    return per_pixel * (6 if fmt == "WEBP" else 2)
+
+
+# One upload read and its image decoded at a time per process, in one thread of its own: the decode is the costly
+# part (a PNG of a few KB can decode to hundreds of MB), so concurrent uploads queue for it instead of each holding a
+# decode, a waiting upload's bytes stay where Django put them (on disk past FILE_UPLOAD_MAX_MEMORY_SIZE), and the
+# decodes' large blocks are freed and reused by the same thread (decoded by each request's thread, one at a time,
+# eight 5 MB photos sent at once took 295 MiB instead of 154: the C allocator kept each thread's freed blocks apart).
+_reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pagechat-upload-reader")
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None off glibc (as chat/runs/malloc.py loads it; that module sits in a higher layer)."""
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):
+            return None
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (AttributeError, OSError, ValueError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+# After each image the reader hands the pages its decode freed back to the OS: freed blocks left between other
+# threads' allocations stay resident otherwise, and the next decode's peak stacks on them (daphne: up to 190 MiB
+# where one decode needs 150; milliseconds a decode, in the reader's thread, never on the event loop).
+_heap_trim = _malloc_trim()
+
+
+def _read_in_turn[T](read: Callable[[], T]) -> T:
+    """`read()` in the process's upload reader (`_reader`) once the uploads ahead of it are done; `rate_limited` when
+    its turn has not come within DECODE_WAIT_SECONDS."""
+    started = threading.Event()
+
+    def turn() -> T:
+        started.set()
+        return read()
+
+    future = _reader.submit(turn)
+    if not started.wait(DECODE_WAIT_SECONDS) and future.cancel():
+        raise RateLimited("The server is busy reading other uploads: try again in a moment.")
+    return future.result()
+
+
+def _thumbnail(img: Image.Image) -> bytes:
+    """A JPEG of the (first frame of the) image at most THUMBNAIL_SIZE, flattened on white. Never a second full-size
+    copy: a JPEG is decoded at 1/2 to 1/8 of its size (draft), anything else box-averaged to about twice the
+    thumbnail first (an image with alpha strip by strip: Pillow premultiplies it at full size to scale it)."""
+    img.seek(0)
+    img.draft(None, (THUMBNAIL_SIZE[0] * 2, THUMBNAIL_SIZE[1] * 2))  # only a JPEG takes it (a no-op for the others)
+    factor = int(max(img.width / THUMBNAIL_SIZE[0], img.height / THUMBNAIL_SIZE[1]) / 2)
+    small: Image.Image = img
+    if factor > 1 and img.mode in ("RGBA", "LA"):
+        small = Image.new(img.mode, (-(-img.width // factor), -(-img.height // factor)))
+        rows = factor * 64
+        for top in range(0, img.height, rows):
+            small.paste(img.crop((0, top, img.width, min(top + rows, img.height))).reduce(factor), (0, top // factor))
+    small.thumbnail(THUMBNAIL_SIZE)  # other modes: Pillow reduces them straight from the decoded pixels
+    rgb = small.convert("RGBA")
+    flat = Image.new("RGB", rgb.size, (255, 255, 255))
+    flat.paste(rgb, mask=rgb.getchannel("A"))
+    out = io.BytesIO()
+    flat.save(out, format="JPEG", quality=80)
+    return out.getvalue()
+
+
 def _image_facts(data: bytes, content_type: str) -> ImageFacts:
-    """Pillow's reading of an image whose magic number said `content_type`: it must agree, decode and be of sane size."""
+    """Pillow's reading of an image whose magic number said `content_type`: it must agree, decode and be of sane size
+    (at most MAX_IMAGE_PIXELS, and CHAT_MAX_IMAGE_DECODE_BYTES of memory to read: `too_large` before decoding)."""
     try:
         with Image.open(io.BytesIO(data)) as probe:
             if IMAGE_TYPES.get(probe.format or "") != content_type:
                 raise BadRequest("The file's contents do not match an image type it claims.", code="unsupported_type")
             width, height = probe.size
-            if width * height > MAX_IMAGE_PIXELS:
-                raise BadRequest(f"The image is too large ({width} x {height} pixels).", code="too_large")
+            most = min(MAX_IMAGE_PIXELS, chat_settings.CHAT_MAX_IMAGE_DECODE_BYTES // decode_cost_per_pixel(probe.format or "", probe.mode))
+            if width * height > most:  # refused before it is decoded
+                raise BadRequest(f"The image is too large ({width} x {height} pixels; at most {most / 1e6:.1f} megapixels).",
+                                 code="too_large")
             probe.verify()
         data = _metadata_stripped(data)  # verify() leaves the image unusable: each step opens it again
         with Image.open(io.BytesIO(data)) as img:
-            img.seek(0)
             width, height = img.size  # upright now
-            img.thumbnail(THUMBNAIL_SIZE)
-            rgb = img.convert("RGBA")
-            flat = Image.new("RGB", rgb.size, (255, 255, 255))
-            flat.paste(rgb, mask=rgb.getchannel("A"))
-            out = io.BytesIO()
-            flat.save(out, format="JPEG", quality=80)
+            thumbnail = _thumbnail(img)
     except BadRequest:
         raise
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError, SyntaxError) as exc:
         log.info("attachment image refused: %s", exc)
         raise BadRequest("The image could not be read.", code="unsupported_type") from None
-    return ImageFacts(width=width, height=height, thumbnail=out.getvalue(), data=data)
+    return ImageFacts(width=width, height=height, thumbnail=thumbnail, data=data)
 
 
-def attachment_create(*, user: User, upload: UploadedFile) -> Attachment:
-    """Store an upload as the user's unsent attachment, or refuse it (`too_large`, `unsupported_type`)."""
-    limit = chat_settings.CHAT_MAX_ATTACHMENT_BYTES
-    waiting = Attachment.objects.filter(owner=user, message__isnull=True).count()
-    if waiting >= UNSENT_PER_MESSAGE_LIMIT * chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE:  # storage is not a dump
-        raise RateLimited("Too many files are waiting to be sent: send or remove some first.")
-    if upload.size is not None and upload.size > limit:
-        raise BadRequest(f"The file is larger than {_size_text(limit)}.", code="too_large")
+def _judged(upload: UploadedFile, limit: int) -> tuple[bytes, str, ImageFacts | None]:
+    """The upload's bytes as they are to be stored (an image without its metadata), its sniffed type and, for an
+    image, Pillow's reading of it; or `too_large` / `unsupported_type`. Runs in the upload reader (`_read_in_turn`)."""
     data = upload.read(limit + 1)
     if len(data) > limit:
         raise BadRequest(f"The file is larger than {_size_text(limit)}.", code="too_large")
@@ -158,9 +229,23 @@ def attachment_create(*, user: User, upload: UploadedFile) -> Attachment:
     content_type = content_type_sniff(data[:16])
     if content_type is None:
         raise BadRequest("Only images (PNG, JPEG, WebP, GIF) and PDF files can be attached.", code="unsupported_type")
-    facts = _image_facts(data, content_type) if content_type != PDF else None
-    if facts is not None:
-        data = facts.data
+    try:
+        facts = _image_facts(data, content_type) if content_type != PDF else None
+    finally:
+        if _heap_trim is not None and content_type != PDF:
+            _heap_trim(0)
+    return (facts.data if facts is not None else data), content_type, facts
+
+
+def attachment_create(*, user: User, upload: UploadedFile) -> Attachment:
+    """Store an upload as the user's unsent attachment, or refuse it (`too_large`, `unsupported_type`, `rate_limited`)."""
+    limit = chat_settings.CHAT_MAX_ATTACHMENT_BYTES
+    waiting = Attachment.objects.filter(owner=user, message__isnull=True).count()
+    if waiting >= UNSENT_PER_MESSAGE_LIMIT * chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE:  # storage is not a dump
+        raise RateLimited("Too many files are waiting to be sent: send or remove some first.")
+    if upload.size is not None and upload.size > limit:
+        raise BadRequest(f"The file is larger than {_size_text(limit)}.", code="too_large")
+    data, content_type, facts = _read_in_turn(lambda: _judged(upload, limit))
     if content_type == PDF and b"%%EOF" not in data[-2048:]:
         raise BadRequest("The PDF file is incomplete.", code="unsupported_type")
     att = Attachment(owner=user, name=name_clean(upload.name or ""), content_type=content_type, size=len(data),

@@ -159,6 +159,10 @@ class ChatSettings:
     CHAT_MAX_ATTACHMENT_BYTES: int = setting(
         5 * 1024 * 1024, "largest attachment (image or PDF) in bytes; 5 MB is the Anthropic API's own limit per image",
         positive=True)
+    CHAT_MAX_IMAGE_DECODE_BYTES: int = setting(
+        128 * 1024 * 1024, "memory reading one image attachment may take: 8 bytes a pixel in colour (2 greyscale or palette, 24 "
+        "for a WebP); a larger image is `too_large` before it is decoded (the default takes a 16-megapixel photo, a 5.6-megapixel "
+        "WebP). A process reads one image at a time, the others wait (docs/hardening.md)", positive=True)
     CHAT_MAX_ATTACHMENTS_PER_MESSAGE: int = setting(5, "attachments one message may carry", positive=True)
     CHAT_UNSENT_ATTACHMENT_HOURS: float = setting(
         24.0, "hours an uploaded attachment may wait for a message before `chat_purge` removes it", positive=True)
