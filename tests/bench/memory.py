@@ -1,115 +1,183 @@
-"""Memory per retained finished answer: RSS of a clean process serving long answers from the benchmark model.
+"""Memory per retained finished answer, measured from outside real server processes (daphne and uvicorn).
 
-    python -m tests.bench.memory [--answers 3] [--tokens 200000] [--ttl 4]
+    python -m tests.bench.memory [--servers daphne,uvicorn] [--answers 4] [--tokens 200000] [--ttl 40] [--env NAME=VALUE]
 
-Runs in its own process (a fresh SQLite database in a temporary directory, the in-memory run log unless
-REDIS_URL is set), drives long answers through the real websocket consumer, and prints JSON: the baseline
-RSS after a warm-up turn, the RSS after each finished answer (its client gone), the growth per answer as a
-multiple of the answer's text, and the RSS once the run-log TTL has passed. tests/hardening/test_memory.py
-runs it and checks growth <= 3x the text per answer and the end within 10% of the baseline.
+For each server: a fresh SQLite database in a temporary directory, one server process with production settings
+(DEBUG off, JSON logs, the in-memory run log, MALLOC_ARENA_MAX=2 as docs/deployment.md sets, the benchmark model),
+driven by websocket clients in this process (each answer on its own socket, closed once the answer is complete).
+RSS is read from /proc/<pid>/status of the server process, 2 s after its last client left; nothing here trims,
+collects or otherwise touches the server's memory.
+
+The cold baseline is read after two short warm-up answers; the baseline after one long answer more has come and
+gone (its run expired): what any server that has served a long answer holds anyway (the database driver's
+per-connection high-water - SQLite's page cache and its cached statements' last bound values - and the allocator's
+grown heaps). Then `--answers` long answers, all retained at once (the TTL outlasts them; the oldest is replayed
+from its middle to prove it), then the TTL passes (and the runs no longer replay: `resync`).
+
+Prints JSON, one object per server: the RSS readings, the growth per retained answer as a multiple of its text
+(UTF-8 bytes) from the baseline (`growth_x_text`) and from the cold one, and the RSS after the TTL against both.
+tests/hardening/test_memory.py runs it and checks growth_x_text <= 3 and the end within 10% of the baseline, for both.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
-import gc
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.client import Turn, read_run, send_frame, ws_open
+from tests.bench.server import ROOT, Server
+
+LOGS = ROOT / "var" / "bench" / "logs"  # the servers' output (memory-daphne.log, memory-uvicorn.log)
+SECRET = "memory-bench-" + "m" * 50
+WARM_TOKENS = 2000
 
 
-def rss() -> int:
-    """This process's resident set size in bytes (from /proc)."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def server_env(database_url: str, ttl: float, extra: dict[str, str]) -> dict[str, str]:
+    """Production settings with the bench model, one process, the in-memory run log; `extra` wins (an operator's env)."""
+    return {
+        "DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": database_url, "REDIS_URL": "",
+        "DEBUG": "False", "SECRET_KEY": SECRET, "ALLOWED_HOSTS": "127.0.0.1,localhost", "LOG_LEVEL": "WARNING",
+        "CHAT_PROVIDER": "tests.bench.provider.BenchProvider", "CHAT_RUN_LOG_TTL": str(ttl),
+        "CHAT_RATE_LIMIT_PER_MINUTE": "100000", "CHAT_MAX_RUNNING_PER_USER": "1000",
+        "MALLOC_ARENA_MAX": "2",  # docs/deployment.md
+        **extra,
+    }
 
 
-def settle() -> int:
-    """Collect garbage and give freed heap back to the OS where the C library can, then read RSS."""
-    gc.collect()
+def manage(env: dict[str, str], *args: str) -> str:
+    out = subprocess.run([sys.executable, *args], cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        raise RuntimeError(f"{args} failed:\n{out.stderr[-3000:]}")
+    return out.stdout
+
+
+async def answer(url: str, token: str, tokens: int) -> tuple[Turn, str, dict[int, str]]:
+    """One long answer on a socket of its own, closed once the answer is complete (the client is gone): the turn, its
+    text and its text deltas by seq."""
+    message: list[str] = []
+    deltas: dict[int, str] = {}
+
+    def keep(ev: dict[str, Any]) -> None:
+        if ev["type"] == "text_delta":
+            deltas[ev["seq"]] = ev["text"]
+        elif ev["type"] == "complete":
+            message.append(ev["payload"]["message"])
+
+    ws = await ws_open(url, token)
     try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-    return rss()
+        await ws.send(send_frame(f"bench:tokens={tokens}", None))
+        turn = await read_run(ws, time.perf_counter(), Turn(), on_event=keep, timeout=600)
+    finally:
+        await ws.close()
+    assert turn.ok and turn.text_matches and turn.check.gaps == 0, (turn.error, turn.text_matches)
+    return turn, message[0], deltas
 
 
-async def turn(token: str, message: str) -> tuple[str, int]:
-    """One turn over the real consumer; returns its run id and the length of its answer."""
-    from channels.testing import WebsocketCommunicator
+async def replay(url: str, token: str, run_id: str, after_seq: int) -> tuple[str, str]:
+    """chat.resume of a finished run: ("complete", the text replayed after `after_seq`) or (the error code, "")."""
+    ws = await ws_open(url, token)
+    texts: list[str] = []
+    try:
+        await ws.send(json.dumps({"type": "chat.resume", "run_id": run_id, "after_seq": after_seq}))
+        async with asyncio.timeout(120):
+            while True:
+                ev = json.loads(await ws.recv())
+                if "seq" not in ev:
+                    return str(ev.get("code")), ""
+                if ev["type"] == "text_delta":
+                    texts.append(ev["text"])
+                if ev["type"] in ("complete", "error", "cancelled"):
+                    return ev["type"], "".join(texts)
+    finally:
+        await ws.close()
 
-    from config.asgi import application
 
-    comm = WebsocketCommunicator(application, "/ws/chat/", headers=[(b"authorization", f"Token {token}".encode()), (b"host", b"testserver")])
-    ok, _ = await comm.connect(timeout=10)
-    assert ok
-    await comm.send_to(text_data=json.dumps({"type": "chat.send", "client_message_id": os.urandom(8).hex(),
-                                             "conversation_id": None, "message": message, "context": {}}))
-    while True:
-        frame = json.loads(await comm.receive_from(timeout=600))
-        if frame["type"] in ("complete", "error", "cancelled") and "seq" in frame:
-            break
-    await comm.disconnect()
-    assert frame["type"] == "complete", frame
-    return frame["run_id"], len(frame["payload"]["message"])
+def settled_rss(server: Server, seconds: float = 2.0) -> int:
+    """The server's RSS once it is idle: read every 0.25 s for `seconds`, the last reading (from /proc/<pid>/status)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+    return server.rss()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--answers", type=int, default=3)
-    parser.add_argument("--tokens", type=int, default=200_000)
-    parser.add_argument("--ttl", type=float, default=4.0)
-    parser.add_argument("--warm", action="store_true", help="baseline after one long answer has come and gone")
-    args = parser.parse_args()
-    tmp = tempfile.mkdtemp(prefix="pagechat-memory-")
-    os.environ.update(DEBUG="0", SECRET_KEY=os.environ.get("SECRET_KEY") or "memory-measurement-" + "k" * 40, ALLOWED_HOSTS="testserver")
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tmp}/db.sqlite3")
-    os.environ.update(CHAT_PROVIDER="tests.bench.provider.BenchProvider", CHAT_RUN_LOG_TTL=str(args.ttl),
-                      CHAT_RATE_LIMIT_PER_MINUTE="10000", DJANGO_SETTINGS_MODULE="config.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    from django.contrib.auth.models import User
-    from rest_framework.authtoken.models import Token
-
-    token = Token.objects.create(user=User.objects.create_user("mem", password="p")).key
-
-    async def go() -> dict[str, object]:
-        await turn(token, "bench:tokens=2000")  # warm-up: imports, caches, the first connections
-        cold = settle()
-        if args.warm:  # a server that has already served a long answer (its run since expired): the allocator's
-            await turn(token, f"bench:tokens={args.tokens}")  # arenas have grown once, as in any running server
-            await asyncio.sleep(args.ttl + 1.5)
-        baseline = settle()
+async def measure(kind: str, args: argparse.Namespace, tmp: Path, extra: dict[str, str]) -> dict[str, Any]:
+    """One server process of `kind`: the baselines, the retained answers, after the TTL."""
+    env = server_env(f"sqlite:///{tmp / kind}.sqlite3", args.ttl, extra)
+    manage(env, "manage.py", "migrate", "--noinput")
+    token = json.loads(manage(env, "-m", "tests.bench.dbsetup", "users", "1").splitlines()[-1])["tokens"][0]
+    server = Server(f"memory-{kind}", "config.asgi:application", env, LOGS, server=kind).start()
+    rss = lambda: asyncio.to_thread(settled_rss, server)  # noqa: E731
+    try:
+        url = server.ws_url
+        for _ in range(args.warm):  # imports, caches, the first connections and saves
+            await answer(url, token, WARM_TOKENS)
+        cold = await rss()
+        for _ in range(args.warm_long):  # and the high-water a long answer leaves in any running server
+            await answer(url, token, args.tokens)
+        if args.warm_long:
+            await asyncio.sleep(args.ttl + args.grace)  # its run is let go
+        baseline = await rss()
         after: list[int] = []
         sizes: list[int] = []
-        for _ in range(args.answers):
-            _, size = await turn(token, f"bench:tokens={args.tokens}")
-            sizes.append(size)
-            await asyncio.sleep(0.5)  # writers and flushes settle
-            after.append(settle())
-        retained = (after[-1] - baseline) / args.answers
-        await asyncio.sleep(args.ttl + 2.0)  # past the last run's retention
-        from chat.runs import manager
-
-        end = settle()
+        run_ids: list[str] = []
+        seconds: list[float] = []
+        first: dict[int, str] = {}
+        for i in range(args.answers):
+            started = time.monotonic()
+            turn, text, deltas = await answer(url, token, args.tokens)
+            seconds.append(round(time.monotonic() - started, 1))
+            sizes.append(len(text.encode()))
+            run_ids.append(turn.run_id)
+            first = deltas if i == 0 else first
+            after.append(await rss())
+        last_end = time.monotonic()
+        # every answer is still retained: the oldest replays from its middle (the same text follows; it is the first
+        # to expire, so the others are retained too)
+        middle = sorted(first)[len(first) // 2]
+        status, replayed = await replay(url, token, run_ids[0], middle)
+        retained_ok = status == "complete" and replayed == "".join(t for seq, t in sorted(first.items()) if seq > middle)
+        after_replay = await rss()
+        await asyncio.sleep(max(0.0, args.ttl - (time.monotonic() - last_end)) + args.grace)  # past every run's retention
+        end = await rss()
+        expired, _ = await replay(url, token, run_ids[-1], middle)
+        text_bytes = sum(sizes)
         return {
-            "answers": args.answers, "answer_chars": sizes, "warm": args.warm, "cold_rss": cold, "baseline_rss": baseline, "rss_after_each": after,
-            "growth_per_answer": retained, "growth_per_answer_x_text": round(retained / (sum(sizes) / len(sizes)), 2),
-            "rss_after_ttl": end, "after_ttl_vs_baseline": round((end - baseline) / baseline, 3),
-            "handles_left": len(manager.handles),
+            "server": kind, "answers": args.answers, "tokens": args.tokens, "ttl": args.ttl, "env": extra,
+            "answer_bytes": sizes, "answer_seconds": seconds, "cold_rss": cold, "baseline_rss": baseline,
+            "rss_after_each": after, "growth": after[-1] - baseline, "growth_x_text": round((after[-1] - baseline) / text_bytes, 2),
+            "growth_x_text_from_cold": round((after[-1] - cold) / text_bytes, 2), "replayed_while_retained": retained_ok,
+            "rss_after_replay": after_replay, "rss_after_ttl": end, "after_ttl_vs_baseline": round((end - baseline) / baseline, 3),
+            "after_ttl_vs_cold": round((end - cold) / cold, 3), "resume_after_ttl": expired,
         }
+    finally:
+        server.stop()
 
-    print(json.dumps(asyncio.run(go())))
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--servers", default="daphne,uvicorn", help="comma-separated: daphne, uvicorn")
+    parser.add_argument("--answers", type=int, default=4)
+    parser.add_argument("--tokens", type=int, default=200_000, help="tokens per answer (about 5 bytes of text each)")
+    parser.add_argument("--ttl", type=float, default=90.0,
+                        help="CHAT_RUN_LOG_TTL of the server (seconds): longer than the answers take, so all are retained at once")
+    parser.add_argument("--grace", type=float, default=4.0, help="seconds past the TTL before the last reading")
+    parser.add_argument("--warm", type=int, default=2, help=f"short warm-up answers ({WARM_TOKENS} tokens) before the cold baseline")
+    parser.add_argument("--warm-long", type=int, default=1,
+                        help="long answers (--tokens) after it, let go before the baseline (0: the cold baseline is the baseline)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="more server environment (e.g. MALLOC_TRIM_THRESHOLD_=...); repeatable")
+    args = parser.parse_args(argv)
+    extra = dict(item.split("=", 1) for item in args.env)
+    with tempfile.TemporaryDirectory(prefix="pagechat-memory-") as tmp:
+        for kind in args.servers.split(","):
+            print(json.dumps(asyncio.run(measure(kind.strip(), args, Path(tmp), extra))), flush=True)
 
 
 if __name__ == "__main__":
