@@ -183,6 +183,8 @@ class AguiStream:
                 item = history[index]
                 out.append(ToolCallResultEvent(message_id=f"{await self._message_id()}.tool.{index}", tool_call_id=call_id,
                                                content=str(item.get("output", "")), role="tool"))
+            if payload.get("sources"):  # what the answer cites as [n] (docs/ag-ui.md), before the payload that repeats them
+                out.append(CustomEvent(name="pagechat.sources", value=payload["sources"]))
             out.append(CustomEvent(name="pagechat.complete", value=payload))
             out.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id))
             return out

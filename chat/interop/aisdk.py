@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from typing import Any, Literal
+from urllib.parse import urljoin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -103,8 +104,9 @@ def sse(chunk: dict[str, Any]) -> str:
 class UIMessageStream:
     """Translates one run's v1 events into UI message chunks; every start is ended before `finish`."""
 
-    def __init__(self, *, run_id: str) -> None:
+    def __init__(self, *, run_id: str, base_url: str = "") -> None:
         self.run_id = run_id
+        self.base_url = base_url  # the site's root: a source's page (usually a path) becomes an absolute `source-url`
         self.started = False
         self.text_id: str | None = None
         self.segments = 0
@@ -162,6 +164,7 @@ class UIMessageStream:
                 if index < len(history):
                     out.append({"type": "tool-output-available", "toolCallId": call_id, "output": history[index].get("output", ""),
                                 "dynamic": True})
+            out += self._sources(payload.get("sources") or [])
             out.append({"type": "data-pagechat-complete", "data": payload})
             out.append({"type": "finish", "finishReason": FINISH_REASONS.get(payload.get("stop_reason"), "stop")})
         else:  # error (the run's, or a resync) or cancelled
@@ -172,6 +175,11 @@ class UIMessageStream:
             out.append({"type": "error", "errorText": f"{code}: {message}"})
             out.append({"type": "finish", "finishReason": "error"})
         return out
+
+    def _sources(self, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A `source-url` part per cited source with a page; its `sourceId` is the number the answer cites (`[1]` -> "1")."""
+        return [{"type": "source-url", "sourceId": str(s["n"]), "url": urljoin(self.base_url, s["url"]), "title": s["title"]}
+                for s in sources if s.get("url")]
 
     async def sse(self, *, user: Any) -> AsyncIterator[str]:
         """The chunks as SSE `data:` lines, then `data: [DONE]`."""

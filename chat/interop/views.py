@@ -105,7 +105,7 @@ async def aisdk_chat(request: HttpRequest, user: User) -> HttpResponseBase:
     else:
         started = await turn_start_with_files(user=user, files=aisdk.inline_files(req),
                                               build=lambda ids: aisdk.turn_input(req, attachments=ids))
-    stream = aisdk.UIMessageStream(run_id=started.run_id)
+    stream = aisdk.UIMessageStream(run_id=started.run_id, base_url=request.build_absolute_uri("/"))
     return _ui_stream_response(cancel_on_close(stream.sse(user=user), user=user, run_id=started.run_id))
 
 
@@ -120,5 +120,5 @@ async def aisdk_resume(request: HttpRequest, user: User, chat_id: str) -> HttpRe
     run_id = await selectors.conversation_running_run_id(conversation_id=conversation.pk) if conversation else None
     if run_id is None:
         return HttpResponse(status=204)
-    return _ui_stream_response(aisdk.UIMessageStream(run_id=run_id).sse(user=user))  # following does not own the run
+    return _ui_stream_response(aisdk.UIMessageStream(run_id=run_id, base_url=request.build_absolute_uri("/")).sse(user=user))  # following does not own the run
 
