@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import close_old_connections, connections
+from django.utils import translation
 
 # A connection that finished a job less than this many seconds ago skips Django's health check before the next
 # one (CONN_HEALTH_CHECKS: a `SELECT 1` round trip on PostgreSQL, three per turn, one of them before the
@@ -42,18 +43,21 @@ class DbThread:
 
     def run[**P, R](self, fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
         """`fn` as a coroutine function that runs on this thread in the caller's context (a copy: what the job
-        sets stays in the job), its broken, errored or expired connections recycled first."""
-        def job(*args: P.args, **kwargs: P.kwargs) -> R:
+        sets stays in the job) and active language, its broken, errored or expired connections recycled first."""
+        def job(language: str | None, *args: P.args, **kwargs: P.kwargs) -> R:
             self._recycle()
             try:
-                return fn(*args, **kwargs)
+                with translation.override(language):
+                    return fn(*args, **kwargs)
             finally:
                 self._last_end = time.monotonic()
 
         async def call(*args: P.args, **kwargs: P.kwargs) -> R:
             # not sync_to_async: these jobs need neither its thread-sensitive routing nor the copy of context
-            # variables back into the caller, and those cost a third of a hop's CPU here
-            run = functools.partial(contextvars.copy_context().run, job, *args, **kwargs)
+            # variables back into the caller, and those cost a third of a hop's CPU here. The active language is
+            # carried by hand: asgiref's Local (Django's translation) ignores a context copied into another thread, so
+            # a turn's plan (page title, context builder) would be in the default language, not the user's
+            run = functools.partial(contextvars.copy_context().run, job, translation.get_language(), *args, **kwargs)
             return await asyncio.get_running_loop().run_in_executor(self._executor, run)
 
         return call
