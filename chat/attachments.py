@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.urls import reverse
@@ -237,12 +238,17 @@ def _judged(upload: UploadedFile, limit: int) -> tuple[bytes, str, ImageFacts | 
     return (facts.data if facts is not None else data), content_type, facts
 
 
+def _unsent_room_check(user: User) -> None:
+    """`rate_limited` when the user already has four messages' worth of uploads waiting to be sent (storage is not a dump)."""
+    waiting = Attachment.objects.filter(owner=user, message__isnull=True).count()
+    if waiting >= UNSENT_PER_MESSAGE_LIMIT * chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE:
+        raise RateLimited("Too many files are waiting to be sent: send or remove some first.")
+
+
 def attachment_create(*, user: User, upload: UploadedFile) -> Attachment:
     """Store an upload as the user's unsent attachment, or refuse it (`too_large`, `unsupported_type`, `rate_limited`)."""
     limit = chat_settings.CHAT_MAX_ATTACHMENT_BYTES
-    waiting = Attachment.objects.filter(owner=user, message__isnull=True).count()
-    if waiting >= UNSENT_PER_MESSAGE_LIMIT * chat_settings.CHAT_MAX_ATTACHMENTS_PER_MESSAGE:  # storage is not a dump
-        raise RateLimited("Too many files are waiting to be sent: send or remove some first.")
+    _unsent_room_check(user)  # early, so a user at the cap costs no decode; the count that decides is below
     if upload.size is not None and upload.size > limit:
         raise BadRequest(f"The file is larger than {_size_text(limit)}.", code="too_large")
     data, content_type, facts = _read_in_turn(lambda: _judged(upload, limit))
@@ -256,7 +262,13 @@ def attachment_create(*, user: User, upload: UploadedFile) -> Attachment:
     try:
         if facts is not None:
             att.thumbnail.save("thumbnail", ContentFile(facts.thumbnail), save=False)
-        att.save()
+        # count and insert under a lock on the user's row, so concurrent uploads cannot all see room for one more:
+        # PostgreSQL takes a row lock (FOR UPDATE); SQLite ignores FOR UPDATE but a write transaction holds the whole
+        # database (BEGIN IMMEDIATE: the `transaction_mode` config/settings.py sets)
+        with transaction.atomic():
+            list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
+            _unsent_room_check(user)
+            att.save()
     except Exception:
         for f in (att.file, att.thumbnail):
             if f.name:

@@ -1,5 +1,5 @@
 """Uploads under load: the memory an image costs is bounded before it is decoded and one image is decoded at a time
-(a real server's peak RSS, read from outside)."""
+(a real server's peak RSS, read from outside), and the cap on unsent uploads holds for concurrent uploads."""
 from __future__ import annotations
 
 import io
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connections
+from django.db import connection, connections
 from django.test import Client
 from PIL import ExifTags, Image
 
@@ -162,3 +162,65 @@ def test_hostile_and_budget_sized_uploads_at_once_stay_within_the_memory_bound(u
     assert all(u["status"] == 201 and u["width"] == 4096 and u["thumbnail"] for u in figures["uploads"] if u["file"] != "hostile.png"), statuses
     assert figures["peak_reset"], "the kernel lets the process's peak RSS be reset (/proc/<pid>/clear_refs)"
     assert figures["growth_mib"] * 1024 * 1024 <= memory_bound(decode_bytes, attachment_bytes), figures
+
+
+# ---- the cap on unsent uploads -------------------------------------------------------------------
+
+
+PHOTO_PNG = encoded(Image.linear_gradient("L").resize((1600, 1200)).convert("RGB"), "PNG")
+
+
+def _concurrent_uploads(user: Any, count: int) -> list[int]:
+    """`count` uploads of the user's, each in its own thread (its own database connection), released at once: a
+    photo-sized PNG, so that each spends as long between its count and its insert as a real upload does (reading it)."""
+    png = PHOTO_PNG
+    token_for(user)
+    start = threading.Barrier(count)
+    statuses: list[int] = []
+
+    def one(i: int) -> None:
+        def work() -> None:
+            client = Client(HTTP_AUTHORIZATION=f"Token {token_for(user)}")
+            start.wait(10)
+            statuses.append(client.post("/api/attachments/", {"file": SimpleUploadedFile(f"{i}.png", png)}).status_code)
+
+        _in_thread(work)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return sorted(statuses)
+
+
+def test_thirty_concurrent_uploads_keep_exactly_the_twenty_allowed(user: Any) -> None:
+    """4 x CHAT_MAX_ATTACHMENTS_PER_MESSAGE (20) unsent uploads at most, however many arrive at once (the count and
+    the insert are one transaction under a lock on the user's row): on SQLite here, on PostgreSQL in the services
+    run. Before, each upload counted before any of them was stored: all 30 were kept."""
+    statuses = _concurrent_uploads(user, 30)
+    assert statuses == [201] * 20 + [429] * 10, statuses
+    assert Attachment.objects.filter(owner=user, message__isnull=True).count() == 20
+
+
+def test_thirty_concurrent_uploads_for_the_last_free_place_keep_one(user: Any) -> None:
+    """With 19 waiting, 30 at once race for the last place: one is kept (before: 10 to 16 of them)."""
+    png = encoded(Image.new("RGB", (40, 30), (9, 9, 9)), "PNG")
+    for i in range(19):
+        assert upload(user, png, f"waiting-{i}.png").status_code == 201
+    statuses = _concurrent_uploads(user, 30)
+    assert statuses == [201] + [429] * 29, statuses
+    assert Attachment.objects.filter(owner=user, message__isnull=True).count() == 20
+
+
+@pytest.mark.services
+def test_thirty_concurrent_uploads_keep_exactly_the_twenty_allowed_on_postgresql(user: Any) -> None:
+    """The same on PostgreSQL (READ COMMITTED: without the row lock each transaction counts only committed rows)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs DATABASE_URL of a PostgreSQL database")
+    statuses = _concurrent_uploads(user, 30)
+    assert statuses == [201] * 20 + [429] * 10, statuses
+    Attachment.objects.filter(owner=user).order_by("created_at")[:1].get().delete()  # one place free again
+    statuses = _concurrent_uploads(user, 30)
+    assert statuses == [201] + [429] * 29, statuses
+    assert Attachment.objects.filter(owner=user, message__isnull=True).count() == 20
