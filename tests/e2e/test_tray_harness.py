@@ -78,6 +78,12 @@ def final_messages(page: Page):
     return page.locator(".chat-msg--assistant:not(.chat-msg--live)")
 
 
+def row_action(page: Page, title: str, name: str) -> Any:
+    """One of a listed conversation's actions (Rename, Pin, Download, Delete), from the row's menu."""
+    page.get_by_role("button", name=f"Actions for conversation: {title}").click()
+    return page.get_by_role("menuitem", name=name)
+
+
 def assert_clean(page: Page, allowed_csp: tuple[str, ...] = ()) -> None:
     violations = [v for v in page.evaluate("window.__csp") if v not in allowed_csp]
     assert violations == [], f"CSP violations: {violations}"
@@ -1018,7 +1024,7 @@ def test_conversation_list_load_new_and_delete(page: Page, server: FakeProtocolS
     expect(page.locator(".chat-welcome")).to_be_visible()
 
     page.get_by_role("button", name="History").click()
-    delete = page.get_by_role("button", name="Delete conversation: Older chat")
+    delete = row_action(page, "Older chat", "Delete conversation: Older chat")
     delete.click()
     expect(delete).to_have_text("Confirm delete")
     delete.click()
@@ -1113,7 +1119,7 @@ def test_show_more_after_a_delete_skips_no_conversation(page: Page, server: Fake
     page.get_by_role("button", name="History").click()
     items = page.locator(".chat-conversation")
     expect(items).to_have_count(50)
-    delete = page.get_by_role("button", name="Delete conversation: Chat 10")
+    delete = row_action(page, "Chat 10", "Delete conversation: Chat 10")
     delete.click()
     delete.click()
     expect(items).to_have_count(49)
@@ -1142,20 +1148,22 @@ def test_conversation_list_is_grouped_by_day_and_pinned_ones_come_first(page: Pa
     for heading, title in zip(by_day, ["Today's", "Yesterday's", "This week", "Last month", "Old chat"], strict=True):
         expect(page.get_by_role("list", name=heading).locator(".chat-conversation__title")).to_have_text(title)  # labelled by its heading
 
-    page.get_by_role("button", name="Pin conversation: Old chat").click()
+    row_action(page, "Old chat", "Pin conversation: Old chat").click()
     expect(headings).to_have_text(["Pinned", *by_day[:4]])  # its month had nothing else
     expect(page.get_by_role("list", name="Pinned").locator(".chat-conversation__title")).to_have_text("Old chat")
-    expect(page.get_by_role("button", name="Unpin conversation: Old chat")).to_be_focused()
+    expect(page.get_by_role("button", name="Actions for conversation: Old chat")).to_be_focused()
     assert "pinned_at" in server.conversations[ids["Old chat"]]
-    page.get_by_role("button", name="Pin conversation: This week").click()
+    row_action(page, "This week", "Pin conversation: This week").click()
     expect(page.get_by_role("list", name="Pinned").locator(".chat-conversation__title")).to_have_text(["This week", "Old chat"])  # latest pinned first
     shot(page, "13c_conversation_groups")
 
-    page.get_by_role("button", name="Unpin conversation: Old chat").click()
+    row_action(page, "Old chat", "Unpin conversation: Old chat").click()
     expect(headings).to_have_text(["Pinned", *by_day[:2], by_day[3], by_day[4]])  # back under its month
-    expect(page.get_by_role("button", name="Pin conversation: Old chat")).to_be_focused()
+    expect(page.get_by_role("button", name="Actions for conversation: Old chat")).to_be_focused()
+    expect(row_action(page, "Old chat", "Pin conversation: Old chat")).to_be_visible()  # its menu offers Pin again
+    page.keyboard.press("Escape")
     assert "pinned_at" not in server.conversations[ids["Old chat"]]
-    delete = page.get_by_role("button", name="Delete conversation: Yesterday's")
+    delete = row_action(page, "Yesterday's", "Delete conversation: Yesterday's")
     delete.click()
     delete.click()
     expect(headings).to_have_text(["Pinned", by_day[0], by_day[3], by_day[4]])  # no heading over nothing

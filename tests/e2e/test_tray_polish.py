@@ -90,6 +90,12 @@ def answer_actions(message: Any) -> Any:
     return message.get_by_role("group", name="Answer actions")
 
 
+def row_action(page: Page, title: str, name: str) -> Any:
+    """One of a listed conversation's actions (Rename, Pin, Download, Delete), from the row's menu."""
+    page.get_by_role("button", name=f"Actions for conversation: {title}").click()
+    return page.get_by_role("menuitem", name=name)
+
+
 # ---- copy, markdown while streaming and final --------------------------------------------------------
 
 
@@ -283,16 +289,16 @@ def test_title_generated_after_the_first_turn_renamed_and_pinned_in_the_tray(ope
     cid = conversation_id(page)
     site_server.wait_for_row("SELECT 1 FROM pagechat_conversation WHERE id = ? AND title = 'CRISPR gene editing'", cid)
     page.get_by_role("button", name="History").click()
-    page.get_by_role("button", name="Rename conversation: CRISPR gene editing").click()
+    row_action(page, "CRISPR gene editing", "Rename conversation: CRISPR gene editing").click()
     title = page.get_by_label("Conversation title")
     expect(title).to_be_focused()
     title.fill("Gene editing notes")
     title.press("Enter")
     expect(page.locator(f'.chat-conversation[data-conversation-id="{cid}"]')).to_contain_text("Gene editing notes")
-    expect(page.get_by_role("button", name="Rename conversation: Gene editing notes")).to_be_focused()  # its buttons say the new title
+    expect(page.get_by_role("button", name="Actions for conversation: Gene editing notes")).to_be_focused()  # its menu says the new title
     site_server.wait_for_row("SELECT 1 FROM pagechat_conversation WHERE id = ? AND title = 'Gene editing notes'", cid)
     # pinned to the top of the list, kept by the server: still there after a reload
-    page.get_by_role("button", name="Pin conversation: Gene editing notes").click()
+    row_action(page, "Gene editing notes", "Pin conversation: Gene editing notes").click()
     pinned = page.get_by_role("list", name="Pinned").locator(".chat-conversation__title")
     expect(pinned).to_have_text(["Gene editing notes"])
     expect(page.locator(".chat-conversation-group__title").first).to_have_text("Pinned")
@@ -300,7 +306,7 @@ def test_title_generated_after_the_first_turn_renamed_and_pinned_in_the_tray(ope
     page.reload()
     page.get_by_role("button", name="History").click()
     expect(pinned).to_have_text(["Gene editing notes"])
-    page.get_by_role("button", name="Unpin conversation: Gene editing notes").click()
+    row_action(page, "Gene editing notes", "Unpin conversation: Gene editing notes").click()
     expect(page.get_by_role("list", name="Pinned")).to_have_count(0)
     expect(page.get_by_role("list", name="Today").locator(".chat-conversation__title").first).to_have_text("Gene editing notes")
     site_server.wait_for_row("SELECT 1 FROM pagechat_conversation WHERE id = ? AND pinned_at IS NULL", cid)

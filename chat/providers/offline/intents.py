@@ -779,7 +779,7 @@ def free_text(r: Reading) -> Reply:
     """Writing or translating free text (code, a poem, an email): say honestly that it needs a language model."""
     text = _("That needs a language model: I don't write or translate free text such as code, stories or emails.") + " " + _abilities_sentence(r)
     values = _ability_values(r)
-    return Reply(join(text, _("Try one of these:") if values else "", values_line(values)))
+    return Reply(join(text, values_line(values)))  # the tray shows the chips under their own "Try one of these:"
 
 
 @intent("thanks", lambda r: 35 if not r.tool_results and (THANKS.search(r.user_text) or GOODBYE.search(r.user_text)) else 0)
@@ -823,4 +823,4 @@ def help_(r: Reading) -> Reply:
     else:
         opening = _("I'm not sure what you would like me to do.")
     values = _ability_values(r)
-    return Reply(join(opening + " " + _abilities_sentence(r), _("Try one of these:") if values else "", values_line(values)))
+    return Reply(join(opening + " " + _abilities_sentence(r), values_line(values)))

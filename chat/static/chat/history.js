@@ -1,7 +1,7 @@
 /** The conversation list inside the tray: the user's conversations over REST, a page at a time, searchable by their
  * titles and messages, grouped under "Pinned" and by when they were last active; open, rename, pin, download or
  * delete (one or all). */
-import { h, button } from "./dom.js";
+import { h, button, icon } from "./dom.js";
 import { formatDate, formatMonth, gettext, interpolate } from "./i18n.js";
 import { PreferencesForm } from "./preferences.js";
 
@@ -169,7 +169,7 @@ export class HistoryView {
     return row;
   }
 
-  /** Pin or unpin, then list again as far as it was listed (the server orders it), the same button focused. */
+  /** Pin or unpin, then list again as far as it was listed (the server orders it), the row's menu button focused. */
   async pin(conv, pinned) {
     try {
       await this.tray.api.pinConversation(conv.id, pinned);
@@ -178,7 +178,7 @@ export class HistoryView {
       return;
     }
     if (await this.load(this.query, Math.min(MAX_LIMIT, Math.max(PAGE_SIZE, this.shown)))) {
-      this.results.querySelector(`[data-conversation-id="${conv.id}"]`)?.closest("li")?.querySelector(".chat-conversation__pin")?.focus();
+      this.results.querySelector(`[data-conversation-id="${conv.id}"]`)?.closest("li")?.querySelector(".chat-conversation__menu-btn")?.focus();
     }
   }
 
@@ -245,19 +245,26 @@ export class HistoryView {
         return;
       }
       const list = row.parentElement;
+      // the focus was in the row's menu: it goes to the next conversation (or the one before, or the search box)
+      const rows = [...this.el.querySelectorAll(".chat-conversation-row")];
+      const at = rows.indexOf(row);
+      const next = (rows[at + 1] ?? rows[at - 1])?.querySelector(".chat-conversation") ?? this.el.querySelector(".chat-conversations__search");
       row.remove();
+      next?.focus();
       this.shown = Math.max(0, this.shown - 1); // the server's list moved up by one: "Show more" skips no one
       if (list && !list.children.length) list.closest(".chat-conversation-group")?.remove(); // no heading over nothing
       if (conv.id === tray.conversationId) tray.reset();
-    }, { cls: "chat-link-btn chat-conversation__delete", ariaLabel: interpolate(gettext("Delete conversation: %(title)s"), { title }) });
-    const rename = button(gettext("Rename"), () => this.rename(conv, row, open, rename), { cls: "chat-link-btn chat-conversation__rename", ariaLabel: interpolate(gettext("Rename conversation: %(title)s"), { title }) });
+    }, { cls: "chat-menu__item chat-conversation__delete", ariaLabel: interpolate(gettext("Delete conversation: %(title)s"), { title }) });
+    const rename = button(gettext("Rename"), () => this.rename(conv, row, open, menu.trigger), { cls: "chat-menu__item chat-conversation__rename", ariaLabel: interpolate(gettext("Rename conversation: %(title)s"), { title }) });
     const [pinText, pinName] = conv.pinned
       ? [gettext("Unpin"), gettext("Unpin conversation: %(title)s")]
       : [gettext("Pin"), gettext("Pin conversation: %(title)s")];
-    const pin = button(pinText, () => this.pin(conv, !conv.pinned), { cls: "chat-link-btn chat-conversation__pin", ariaLabel: interpolate(pinName, { title }) });
-    const download = h("a", { class: "chat-link-btn chat-conversation__download", href: tray.api.exportUrl(conv.id, "markdown"),
+    const pin = button(pinText, () => this.pin(conv, !conv.pinned), { cls: "chat-menu__item chat-conversation__pin", ariaLabel: interpolate(pinName, { title }) });
+    const download = h("a", { class: "chat-menu__item chat-conversation__download", href: tray.api.exportUrl(conv.id, "markdown"),
       download: "", "aria-label": interpolate(gettext("Download conversation: %(title)s"), { title }) }, gettext("Download"));
-    row.append(h("div", { class: "chat-conversation__actions" }, rename, pin, download, del));
+    // one button per row instead of four links: the actions are a menu (Delete's first choice only arms it, so it stays open)
+    const menu = actionsMenu(interpolate(gettext("Actions for conversation: %(title)s"), { title }), [rename, pin, download, del], (item) => item !== del);
+    row.append(h("div", { class: "chat-conversation__actions" }, menu.trigger, menu.el));
     return row;
   }
 
@@ -272,7 +279,7 @@ export class HistoryView {
         conv.title = title;
         const renamed = this.item(conv); // every button's name says the new title
         row.replaceWith(renamed);
-        renamed.querySelector(".chat-conversation__rename").focus();
+        renamed.querySelector(".chat-conversation__menu-btn").focus(); // its menu's items say the new title
         return;
       }
       form.replaceWith(open);
@@ -299,3 +306,70 @@ export class HistoryView {
   }
 }
 
+const MORE_ICON = "M5 12h.01M12 12h.01M19 12h.01"; // three dots: more actions
+
+/**
+ * A menu button (WAI-ARIA's menu button pattern): `trigger` (aria-haspopup="menu") opens `el` (role=menu) of `items`
+ * (role=menuitem). Enter, Space or Down opens it on its first item, Up on its last; Up, Down, Home and End move;
+ * Escape closes it and gives the focus back to the trigger, as does choosing an item for which `closes(item)` holds;
+ * Tab or a click elsewhere closes it.
+ */
+export function actionsMenu(label, items, closes = () => true) {
+  const id = `chat-menu-${++menus}`;
+  const el = h("div", { class: "chat-menu", role: "menu", id, "aria-label": label, hidden: true });
+  const trigger = h("button", { type: "button", class: "chat-icon-btn chat-menu-btn chat-conversation__menu-btn", "aria-haspopup": "menu",
+    "aria-expanded": "false", "aria-controls": id, "aria-label": label, title: gettext("More actions") }, icon(MORE_ICON, "chat-icon"));
+  for (const item of items) {
+    item.setAttribute("role", "menuitem");
+    item.tabIndex = -1;
+    el.append(item);
+  }
+  const focusItem = (i) => items[(i + items.length) % items.length].focus();
+  const outside = (e) => {
+    if (!el.contains(e.target) && !trigger.contains(e.target)) close(false);
+  };
+  const open = (at = 0) => {
+    el.hidden = false;
+    document.addEventListener("pointerdown", outside, true);
+    trigger.setAttribute("aria-expanded", "true");
+    // near the bottom of the list, it opens upwards (the list scrolls; the menu must not be cut off)
+    const list = trigger.closest(".chat-conversations");
+    el.classList.toggle("is-up", Boolean(list) && trigger.getBoundingClientRect().bottom + el.offsetHeight > list.getBoundingClientRect().bottom);
+    focusItem(at);
+  };
+  const close = (refocus = true) => {
+    if (el.hidden) return;
+    if (refocus) trigger.focus();
+    document.removeEventListener("pointerdown", outside, true);
+    el.hidden = true;
+    trigger.setAttribute("aria-expanded", "false");
+  };
+  trigger.addEventListener("click", () => (el.hidden ? open(0) : close()));
+  trigger.addEventListener("keydown", (e) => {
+    if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
+    e.preventDefault();
+    open(e.key === "ArrowUp" ? -1 : 0);
+  });
+  el.addEventListener("keydown", (e) => {
+    const at = items.indexOf(document.activeElement);
+    const moves = { ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: -1 };
+    if (e.key in moves) focusItem(moves[e.key]);
+    else if (e.key === "Escape") close(); // the menu is the innermost open thing: the tray stays open
+    else if (e.key === "Tab") return close(false);
+    else if (e.key === " " && document.activeElement?.tagName === "A") document.activeElement.click(); // Space chooses a link item too
+    else return;
+    e.preventDefault();
+    e.stopPropagation();
+  });
+  el.addEventListener("click", (e) => {
+    const item = e.target instanceof Element ? e.target.closest("[role=menuitem]") : null;
+    if (item && closes(item)) close(!item.classList.contains("chat-conversation__rename")); // Rename puts the focus in its box
+  });
+  // the focus going elsewhere closes it (a click elsewhere too, above: a click on an item need not focus it first)
+  el.addEventListener("focusout", (e) => {
+    if (e.relatedTarget && !el.contains(e.relatedTarget) && e.relatedTarget !== trigger) close(false);
+  });
+  return { trigger, el };
+}
+
+let menus = 0;

@@ -129,6 +129,7 @@ const ACTION_ICONS = {
   good: "M7 10v11H3V10zM7 10l4-8a3 3 0 0 1 3 3v4h6a2 2 0 0 1 2 2.3l-1.4 8A2 2 0 0 1 18.6 21H7",
   bad: "M17 14V3h4v11zM17 14l-4 8a3 3 0 0 1-3-3v-4H4a2 2 0 0 1-2-2.3l1.4-8A2 2 0 0 1 5.4 3H17",
   previous: "M15 5l-7 7 7 7",
+  diagnostics: "M3 12h4l3-8 4 16 3-8h4",
   next: "M9 5l7 7-7 7",
 };
 
@@ -204,6 +205,8 @@ export function renderSuggestions(message, tray) {
   if (!values.length && !actions.length) return null;
   const wrap = h("div", { class: "chat-suggestions" });
   if (values.length) {
+    // the chips' own lead-in: it goes with them when they leave an older answer (a model's text does not say it)
+    wrap.append(h("p", { class: "chat-chips__caption" }, gettext("Try one of these:")));
     wrap.append(
       h(
         "div",
@@ -305,11 +308,12 @@ export function renderAssistantMessage(message, tray, { latest = false } = {}) {
     const outcome = payloadId && tray.payloadOutcomes?.get(payloadId);
     if (outcome) tools.append(h("span", { class: `chat-tag chat-payload-outcome chat-tag--${outcome}` }, outcomeLabel(outcome)));
   }
-  if (tray.config.is_staff && message.diagnostics) {
-    tools.append(button(gettext("Diagnostics"), () => tray.openDiagnostics(message.diagnostics), { cls: "chat-link-btn chat-diagnostics-btn" }));
-  }
   if (tools.childElementCount) el.append(tools);
   const actions = messageActions(message, tray, () => shown);
+  // staff only (the server sends diagnostics to staff alone): one more quiet icon among the answer's actions
+  if (tray.config.is_staff && message.diagnostics) {
+    actions.append(actionButton(gettext("Diagnostics"), ACTION_ICONS.diagnostics, () => tray.openDiagnostics(message.diagnostics), "chat-diagnostics-btn"));
+  }
   if (message.earlier_versions.length) {
     actions.prepend(versionPager(el, message, (version) => {
       if (version === shown) return;

@@ -8,9 +8,13 @@ import { fallbackCard } from "./payloads.js";
 import { gettext } from "./i18n.js";
 
 export class FloatingPanel {
-  /** @param {{fallbackFocus?: () => HTMLElement}} options  where focus goes when the opener is gone */
-  constructor(host, { fallbackFocus = null } = {}) {
+  /**
+   * @param {{fallbackFocus?: () => HTMLElement, beside?: () => HTMLElement|null}} options  where focus goes when the
+   * opener is gone; where Tab goes past the card's last control (the tray's message box), when the card leaves it in view
+   */
+  constructor(host, { fallbackFocus = null, beside = null } = {}) {
     this.fallbackFocus = fallbackFocus;
+    this.beside = beside;
     this.title = h("h2", { class: "chat-panel__title", id: "chat-panel-title", tabindex: "-1" });
     this.icon = h("span", { class: "chat-panel__icon", hidden: true });
     this.body = h("div", { class: "chat-panel__body" });
@@ -23,7 +27,25 @@ export class FloatingPanel {
       this.footer,
     );
     this.returnFocus = null;
+    this.el.addEventListener("keydown", (e) => this.keepTab(e));
     host.append(this.el);
+  }
+
+  /**
+   * Tab never leaves the card for what is behind it (the page's header): past its last control (Shift+Tab: before its
+   * first) the focus goes to the tray's message box when the card does not cover it, the card not being modal, and
+   * otherwise (a phone's card covers the tray) round to its other end.
+   */
+  keepTab(e) {
+    if (e.key !== "Tab" || e.altKey || e.ctrlKey || e.metaKey) return;
+    const controls = tabbable(this.el);
+    const active = document.activeElement;
+    const atEnd = e.shiftKey ? active === controls[0] || active === this.title : active === controls.at(-1);
+    if (controls.length && !atEnd) return;
+    e.preventDefault();
+    const beside = this.beside?.();
+    if (beside && inView(beside)) beside.focus();
+    else (e.shiftKey ? controls.at(-1) : controls[0])?.focus();
   }
 
   get isOpen() {
@@ -66,6 +88,20 @@ export class FloatingPanel {
     if (usable && typeof target.focus === "function") target.focus();
     else this.fallbackFocus?.()?.focus();
   }
+}
+
+/** The elements of `el` that Tab reaches, in order. */
+function tabbable(el) {
+  const candidates = el.querySelectorAll("a[href], button, input, select, textarea, summary, [tabindex]");
+  return [...candidates].filter((c) => c.tabIndex >= 0 && !c.disabled && c.getClientRects().length > 0);
+}
+
+/** Shown and not covered (by the card, or anything else) at its middle. */
+function inView(el) {
+  const box = el.getBoundingClientRect();
+  if (!box.width || !box.height) return false;
+  const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+  return Boolean(hit && (hit === el || el.contains(hit)));
 }
 
 /** True when this payload has a handler that wants a panel (tool_history does not). */

@@ -28,6 +28,30 @@ function storedWide() {
   }
 }
 
+// The keyboard shortcut that opens and focuses the tray: Ctrl+/ (Control+/ on a Mac too; no browser or system uses it).
+// Matched by the character, so a layout where "/" needs Shift (German: Shift+7) works the same.
+const SHORTCUT = Object.freeze({ aria: "Control+/", shown: "Ctrl+/" });
+
+function isShortcut(e) {
+  return e.key === "/" && e.ctrlKey && !e.altKey && !e.metaKey && !e.isComposing;
+}
+
+/** Can take the focus: in the document, enabled, and shown. */
+function usable(el) {
+  return Boolean(el && el.isConnected && !el.disabled && el.getClientRects().length > 0 && typeof el.focus === "function");
+}
+
+// The header's icons (decorative: each button is named by its label, which a narrow phone keeps for screen readers only).
+const HEADER_ICONS = Object.freeze({
+  history: "M12 8v4l3 2M3.5 12a8.5 8.5 0 1 0 2.5-6M3 3v4h4",
+  newChat: "M12 5v14M5 12h14",
+  expand: "M6 15l6-6 6 6",
+});
+
+function headerLabel(path, label) {
+  return [icon(path, "chat-icon chat-header-btn__icon"), h("span", { class: "chat-header-btn__label" }, label)];
+}
+
 const PAPERCLIP = "M21 11l-8.5 8.5a5 5 0 0 1-7-7L14 4a3.5 3.5 0 0 1 5 5l-8.5 8.5a2 2 0 0 1-3-3L15 7";
 
 export class TrayView {
@@ -43,14 +67,15 @@ export class TrayView {
     const pageLabel = config.page ? String(config.page).replaceAll("_", " ") : "";
     this.launcher = h(
       "button",
-      { type: "button", class: "chat-launcher", "aria-label": CONTRACT_NAMES.launcher, "aria-expanded": "false", "aria-controls": "chat-tray-panel", onclick: () => actions.toggle() },
+      { type: "button", class: "chat-launcher", "aria-label": CONTRACT_NAMES.launcher, "aria-expanded": "false", "aria-controls": "chat-tray-panel", onclick: () => actions.toggle(),
+        "aria-keyshortcuts": SHORTCUT.aria, title: interpolate(gettext("Keyboard shortcut: %(keys)s"), { keys: SHORTCUT.shown }) },
       icon(ICONS.chat, "chat-icon chat-launcher__icon"),
       h("span", { class: "chat-launcher__label" }, gettext("Chat")),
     );
-    this.listButton = button(gettext("History"), () => actions.toggleHistory(), { cls: "chat-header-btn", title: gettext("Your conversations") });
+    this.listButton = button(headerLabel(HEADER_ICONS.history, gettext("History")), () => actions.toggleHistory(), { cls: "chat-header-btn", title: gettext("Your conversations") });
     this.listButton.setAttribute("aria-pressed", "false");
     // On a phone the sheet can step aside (after Accept filled a form); this brings it back.
-    this.expandButton = button(gettext("Show conversation"), () => this.stepAside(false), { cls: "chat-header-btn chat-expand-btn" });
+    this.expandButton = button(headerLabel(HEADER_ICONS.expand, gettext("Show conversation")), () => this.stepAside(false), { cls: "chat-header-btn chat-expand-btn" });
     this.expandButton.hidden = true;
     // Wide view: a wider tray for tables and code, remembered in this browser (localStorage); not on a phone.
     this.wideButton = h("button", { type: "button", class: "chat-icon-btn chat-wide-btn", "aria-label": gettext("Wide view"), title: gettext("Wide view"),
@@ -73,7 +98,7 @@ export class TrayView {
         { class: "chat-tray__header-actions" },
         this.listButton,
         this.expandButton,
-        button(gettext("New chat"), () => actions.newChat(), { cls: "chat-header-btn chat-new-btn" }),
+        button(headerLabel(HEADER_ICONS.newChat, gettext("New chat")), () => actions.newChat(), { cls: "chat-header-btn chat-new-btn" }),
         this.wideButton,
         button("×", () => actions.close(), { cls: "chat-icon-btn", ariaLabel: gettext("Close chat") }),
       ),
@@ -193,19 +218,67 @@ export class TrayView {
     }
     root.replaceChildren(this.launcher, this.panelEl);
     // after a panel closes, focus goes back where it was or, if that is gone, to the message input
-    this.panel = new FloatingPanel(root, { fallbackFocus: () => (this.isOpen ? this.input : this.launcher) });
+    this.panel = new FloatingPanel(root, { fallbackFocus: () => (this.isOpen ? this.input : this.launcher), beside: () => (this.isOpen ? this.input : null) });
     // Escape closes the panel, then the tray - when focus is in the tray or nowhere in
     // particular, so a page's own dialogs keep their Escape.
     document.addEventListener("keydown", (e) => {
       if (e.key !== "Escape" || e.defaultPrevented) return;
       const focus = document.activeElement;
       if (focus && focus !== document.body && !root.contains(focus)) return;
+      if (focus?.type === "search" && focus.value) return; // its own Escape empties it first
       if (this.panel.isOpen) this.panel.close();
       else if (this.editBar && !this.editBar.hidden) actions.cancelEdit();
       else if (this.isOpen) actions.close();
       else return;
       e.preventDefault();
     });
+    // The shortcut (docs/tray.md) opens the tray and puts the focus in its message box, from anywhere on the page;
+    // so does a link to #chat-tray (a page's "Skip to chat" link).
+    document.addEventListener("keydown", (e) => {
+      if (!isShortcut(e)) return;
+      e.preventDefault();
+      this.focusTray();
+    });
+    document.addEventListener("click", (e) => {
+      const link = e.target instanceof Element ? e.target.closest(`a[href="#${root.id || "chat-tray"}"]`) : null;
+      if (!link || e.defaultPrevented) return;
+      e.preventDefault();
+      this.focusTray();
+    });
+    this.keepFocus();
+  }
+
+  /** Open the tray (it takes the focus) or, open already, move the focus to its message box. */
+  focusTray() {
+    if (this.isOpen) this.input.focus();
+    else this.actions.toggle();
+  }
+
+  /**
+   * Focus never falls to <body> from inside the tray: when the element that had it is removed, disabled or hidden
+   * (a card closed, a decided action's button disabled, a conversation deleted), the message box takes it (the
+   * launcher when the tray is closed). Focus the person moved out of the tray (a click on the page) stays where it went.
+   */
+  keepFocus() {
+    let last = null;
+    const rescue = () => {
+      if (!last) return;
+      const active = document.activeElement;
+      if (active && active !== document.body) {
+        if (!this.root.contains(active)) last = null; // the person went on to the page
+        return;
+      }
+      const gone = last;
+      last = null;
+      if (usable(gone)) return; // still there: the person moved away (a click on the page)
+      const target = this.isOpen ? this.input : this.launcher;
+      if (usable(target)) target.focus({ preventScroll: true });
+    };
+    this.root.addEventListener("focusin", (e) => {
+      last = e.target;
+    });
+    this.root.addEventListener("focusout", () => setTimeout(rescue, 0)); // where the focus went is known after the event
+    new MutationObserver(rescue).observe(this.root, { subtree: true, childList: true, attributes: true, attributeFilter: ["disabled", "hidden", "class"] });
   }
 
   /** Put the conversation list (history.js) in its place above the log. */
