@@ -2,12 +2,12 @@
 hundreds of MB) and legitimate images at the decode budget (one of them a file of nearly the
 largest size), all sent at once through `POST /api/attachments/`.
 
-    python -m tests.bench.upload_memory [--server uvicorn|daphne] [--hostile 4] [--legit 4]
+    python -m tests.bench.upload_memory [--server uvicorn|daphne] [--hostile 4] [--legit 6]
 
 Starts the server as deployed (DEBUG off, MALLOC_ARENA_MAX=2 as docs/deployment.md sets, one process) on a fresh
-SQLite database, uploads one small image to warm it up, resets the process's peak RSS (`/proc/<pid>/clear_refs`),
-sends the uploads concurrently and prints JSON: each upload's status, the server's RSS before, its peak (VmHWM)
-after, the growth, and the documented bound (CHAT_MAX_IMAGE_DECODE_BYTES + 8 x CHAT_MAX_ATTACHMENT_BYTES, see
+SQLite database in a temporary directory (removed after), uploads one small image to warm it up, resets the
+process's peak RSS (`/proc/<pid>/clear_refs`), sends the uploads concurrently and prints JSON: each upload's status,
+the server's RSS before, its peak (VmHWM) after, the growth, and the documented bound (CHAT_MAX_IMAGE_DECODE_BYTES + 8 x CHAT_MAX_ATTACHMENT_BYTES, see
 docs/hardening.md). tests/chat/test_attachments_limits.py runs `measure` against a real uvicorn and checks the bound.
 """
 from __future__ import annotations
@@ -157,18 +157,19 @@ def main() -> None:
     parser.add_argument("--hostile", type=int, default=4)
     parser.add_argument("--legit", type=int, default=6)
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="pagechat-upload-memory-"))
-    env = server_env(tmp)
-    run_env = {**os.environ, **env}
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=run_env, check=True, timeout=300)
-    out = subprocess.run([sys.executable, "-m", "tests.bench.dbsetup", "users", "1"], cwd=ROOT, env=run_env, check=True, timeout=120,
-                         capture_output=True, text=True).stdout
-    token = json.loads(out.splitlines()[-1])["tokens"][0]
-    server = Server(args.server, "config.asgi:application", env, tmp / "logs", server=args.server).start()
-    try:
-        figures = measure(server.port, server.pid, token, hostile=args.hostile, legit=args.legit)
-    finally:
-        server.stop()
+    with tempfile.TemporaryDirectory(prefix="pagechat-upload-memory-") as name:
+        tmp = Path(name)
+        env = server_env(tmp)
+        run_env = {**os.environ, **env}
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=run_env, check=True, timeout=300)
+        out = subprocess.run([sys.executable, "-m", "tests.bench.dbsetup", "users", "1"], cwd=ROOT, env=run_env, check=True, timeout=120,
+                             capture_output=True, text=True).stdout
+        token = json.loads(out.splitlines()[-1])["tokens"][0]
+        server = Server(args.server, "config.asgi:application", env, tmp / "logs", server=args.server).start()
+        try:
+            figures = measure(server.port, server.pid, token, hostile=args.hostile, legit=args.legit)
+        finally:
+            server.stop()
     print(json.dumps({"server": args.server, **figures}))
 
 
