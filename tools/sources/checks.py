@@ -30,7 +30,7 @@ def source_problems(sources: Any) -> list[checks.CheckMessage]:
             continue
         if not source.fields:
             errors.append(checks.Error(f"{where} searches no fields", id="tools.E022"))
-        for name, weight in dict(source.fields).items():
+        for name, weight in source.field_weights.items():
             try:
                 source.model._meta.get_field(name)
             except FieldDoesNotExist:

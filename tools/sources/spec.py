@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.db import models
 from django.utils.functional import Promise
@@ -41,6 +41,11 @@ class Source:
             object.__setattr__(self, "fields", {n: ("A" if i == 0 else "B") for i, n in enumerate(names)})
 
     @property
+    def field_weights(self) -> dict[str, str]:
+        """Each searched field and its weight ("A".."D"): `fields` as __post_init__ made it, a mapping."""
+        return dict(cast(Mapping[str, str], self.fields))
+
+    @property
     def search_tool_name(self) -> str:
         return self.tool_name or f"search_{self.name}"
 
@@ -51,7 +56,7 @@ class Source:
     def columns(self, obj: Any) -> tuple[str, str, str, str]:
         """The object's searchable text by weight (A, B, C, D): each weight's fields joined; list values joined by spaces."""
         parts: dict[str, list[str]] = {w: [] for w in WEIGHTS}
-        for name, weight in dict(self.fields).items():
+        for name, weight in self.field_weights.items():
             parts[weight].append(_text(getattr(obj, name, "")))
         return tuple(" ".join(p for p in parts[w] if p) for w in WEIGHTS)  # type: ignore[return-value]
 
@@ -59,7 +64,7 @@ class Source:
         return _shown(self.title, obj) or str(obj)
 
     def snippet_of(self, obj: Any, limit: int = 240) -> str:
-        text = _shown(self.snippet, obj) if self.snippet else _text(getattr(obj, list(dict(self.fields))[-1], ""))
+        text = _shown(self.snippet, obj) if self.snippet else _text(getattr(obj, list(self.field_weights)[-1], ""))
         text = " ".join(text.split())
         return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
