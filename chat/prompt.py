@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,10 @@ GUIDELINES = """\
 - To offer buttons, end with a line `SUGGESTED_ACTIONS: [{"label": "...", "action": "...", "handler": "client"|"server", "data": {...}, "style": "primary"|"secondary"|"warning"}]`,
   using only the client and server actions listed under CAPABILITIES.
 - Emit at most one custom payload per response, exactly in the format its instructions give."""  # noqa: E501 (the prompt's lines are not wrapped)
+
+# the names are for calling tools; people read titles (a user never sees `search_articles`)
+TOOL_TITLES = ("When you mention a tool to the user, call it by its title (in the user's language), never by its name: "
+               "names are identifiers for calling tools, which people do not read.")
 
 # the user's own words: they shape the answers (tone, format, what to know about them), never the rules above them
 USER_PREFERENCES = ("The user asked you to keep these preferences in mind in every answer. Follow them where they do not "
@@ -58,6 +62,8 @@ class PromptInput:
     action_metadata: dict[str, Any] | None = None
     manifest: Sequence[dict[str, Any]] = ()
     tools: Sequence[tuple[str, str]] = ()  # (name, description)
+    tool_titles: Mapping[str, str] = field(default_factory=dict)  # name -> what people read for the tool ("Search articles")
+    page_title: str = ""  # what people read for the page ("Research streams")
     payload_instructions: Sequence[str] = ()
     client_actions: Sequence[tuple[str, str, Sequence[str]]] = ()  # (action, description, parameters)
     server_actions: Sequence[tuple[str, str, Sequence[str]]] = ()
@@ -109,6 +115,8 @@ def system_prompt_build(p: PromptInput) -> str:
     shown = {k: v for k, v in p.request_context.items() if k not in ("csrf_token",) and not (k == "error" and error)}
     if shown:
         ctx_lines.append("Request context:\n" + as_data("request_context", _compact(shown, 2000)))
+    if p.page_title.strip():  # the page's own registration: trusted, one line
+        ctx_lines.append(f"Page title: {' '.join(p.page_title.split())}")
     ctx_lines.append(f"Interaction type: {p.interaction_type}. {INTERACTION_NOTES.get(p.interaction_type, '')}")
     if p.action_metadata:
         ctx_lines.append("Action:\n" + as_data("action", _compact(p.action_metadata, 1000)))
@@ -125,7 +133,8 @@ def system_prompt_build(p: PromptInput) -> str:
         )
     caps: list[str] = []
     if p.tools:
-        caps.append("## Tools\n" + "\n".join(f"- {name}: {desc.splitlines()[0] if desc else ''}" for name, desc in p.tools))
+        lines = [_tool_line(name, desc, p.tool_titles.get(name, "")) for name, desc in p.tools]
+        caps.append("## Tools\n" + "\n".join([TOOL_TITLES, *lines] if p.tool_titles else lines))
     if p.payload_instructions:
         caps.append("## Payloads you can emit\n" + "\n\n".join(i.strip() for i in p.payload_instructions))
     if p.client_actions:
@@ -140,6 +149,11 @@ def system_prompt_build(p: PromptInput) -> str:
         sections.append("# USER PREFERENCES\n" + USER_PREFERENCES + "\n" + as_data("user_preferences", p.user_preferences.strip()))
     sections.append("# GUIDELINES\n" + GUIDELINES + "\n- " + DATA_NOTICE)
     return "\n\n".join(sections)
+
+
+def _tool_line(name: str, desc: str, title: str) -> str:
+    title = " ".join(title.split()).replace('"', "'")
+    return f"- {name}" + (f' (title: "{title}")' if title else "") + f": {desc.splitlines()[0] if desc else ''}"
 
 
 def _action_line(a: tuple[str, str, Sequence[str]]) -> str:

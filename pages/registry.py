@@ -6,7 +6,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat.registration import Duplicate, caller_origin
+from django.utils.functional import Promise
+
+from chat.registration import Duplicate, caller_origin, title_shown
 
 logger = logging.getLogger(__name__)
 # Unknown page names come from browsers: remember a bounded number so each is logged once, memory stays bounded.
@@ -84,9 +86,20 @@ class PageSpec:
     server_actions: tuple[ServerAction, ...] = ()
     custom_instructions: str = ""
     permissions: Sequence[str] = ()  # Django permission strings, all required to chat on this page; kept as a tuple
+    # What people read for the page ("Research streams"; a lazy translation is translated where it is shown); ""
+    # derives it from the name ("research_streams" -> "Research streams")
+    title: str | Promise = ""
+    # First questions the tray's welcome offers as buttons that send them (3-4, task-shaped, translatable with
+    # gettext_lazy); () offers defaults from the page's tools and payload types (pages.starters)
+    starters: Sequence[str | Promise] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "permissions", tuple(self.permissions))
+        object.__setattr__(self, "starters", tuple(self.starters))
+
+    def display_title(self) -> str:
+        """The page's title in the active language (its own, else derived from its name)."""
+        return title_shown(self.title, self.name)
 
     def tab_chain(self, context: dict[str, Any]) -> list[TabSpec]:
         """The active tab and subtab named by the request context, outermost first."""

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
+from django.utils.functional import Promise
 from pydantic import BaseModel
 
+from chat.registration import title_shown
 from payloads.parsing import PayloadValidator, make_validator
 
 SUMMARY_MAX_CHARS = 120
@@ -28,6 +30,13 @@ class PayloadSpec:
     summarize: Callable[[Any], str] | None = None
     is_global: bool = False
     example: dict[str, Any] | None = None
+    # What people read for the type ("Stream ideas"; a lazy translation is translated where it is shown); "" derives
+    # it from the type ("stream_suggestions" -> "Stream suggestions")
+    title: str | Promise = ""
+
+    def display_title(self) -> str:
+        """The type's title in the active language (its own, else derived from the type)."""
+        return title_shown(self.title, self.type)
 
     @cached_property
     def _validator(self) -> PayloadValidator:
@@ -55,11 +64,12 @@ class PayloadSpec:
             if text:
                 return _clip(text, SUMMARY_MAX_CHARS)
         strings = ", ".join(_strings(data, SUMMARY_MAX_CHARS))
-        return _clip(f"{self.type}: {strings}" if strings else self.type, SUMMARY_MAX_CHARS)
+        title = self.display_title()
+        return _clip(f"{title}: {strings}" if strings else title, SUMMARY_MAX_CHARS)
 
     def instructions(self) -> str:
-        """The system-prompt text for this type: marker, when to use it, JSON shape and example."""
-        head = f"### {self.type}" + (f" - {self.description}" if self.description else "")
+        """The system-prompt text for this type: its title, marker, when to use it, JSON shape and example."""
+        head = f'### {self.type} (title: "{self.display_title()}")' + (f" - {self.description}" if self.description else "")
         if self.source == "tool":
             return f"{head}\nProduced by tools and shown to the user as a card; never write it yourself."
         marker = self.parse_marker or "?"

@@ -24,6 +24,7 @@ from django.utils.translation import gettext
 
 from chat.agent.types import ToolContext, ToolProgress, ToolResult
 from chat.conf import chat_settings
+from chat.registration import title_from_name
 from chat.staff_settings import staff_setting
 from tools.addresses import AddressRefused, Network, guarded_transport, networks, resolve_allowed, url_host
 from tools.registry import ToolRegistry, registry as default_registry
@@ -220,7 +221,7 @@ def result_text(result: Any) -> str:
 
 
 async def mcp_tools_list(config: McpServerConfig) -> list[dict[str, Any]]:
-    """The server's tools as stored on its row: name, description, input schema, destructive hint; bounded by its timeout."""
+    """The server's tools as stored on its row: name, description, title, input schema, destructive hint; bounded by its timeout."""
     async with asyncio.timeout(config.timeout):
         async with mcp_client(config) as client:
             listed = await client.list_tools()
@@ -234,6 +235,8 @@ async def mcp_tools_list(config: McpServerConfig) -> list[dict[str, Any]]:
         {
             "name": t.name,
             "description": t.description or t.title or "",
+            # what people read for it: the tool's own title, else its annotations' (MCP puts it in either)
+            "title": t.title or (t.annotations.title if t.annotations else None) or "",
             "input_schema": t.input_schema,
             "destructive": bool(t.annotations and t.annotations.destructive_hint and not t.annotations.read_only_hint),
         }
@@ -329,6 +332,8 @@ def server_specs(server: McpServer) -> list[ToolSpec]:
             is_global=server.on_every_page, requires_approval=server.require_approval, streaming=True,
             changes_data=bool(listed.get("destructive")), module=f"mcp:{server.name}", tags=("mcp",),
             problems=problems, mcp_server=server.name,
+            # the server's title, else one derived from the tool's own name (not the registry's `<server>__<tool>`)
+            title=" ".join(str(listed.get("title") or "").split())[:200] or title_from_name(str(listed.get("name", ""))),
         ))
     return list(specs.values())
 

@@ -2,13 +2,25 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, get_type_hints
 
+from django.utils.functional import Promise
+from django.utils.translation import gettext
 from pydantic import BaseModel, ConfigDict, create_model
 
 from chat.agent.types import AgentTool, ToolContext
+from chat.registration import title_from_name, title_shown
+
+# What an approval shows of a call's input when the tool does not describe it: at most this many fields, each value
+# cut to this many characters (a model may pass anything)
+APPROVAL_FIELDS_MAX = 20
+APPROVAL_VALUE_MAX_CHARS = 500
+APPROVAL_SUMMARY_MAX_CHARS = 500
+# (tool input, ToolContext) -> a sentence asking for the user's approval ("Rename 'A' to 'B'?"), or None
+Describe = Callable[[dict[str, Any], ToolContext], str | Promise | None]
 
 
 @dataclass(frozen=True)
@@ -33,6 +45,12 @@ class ToolSpec:
     permissions: Sequence[str] = ()
     # The MCP server the tool comes from (tools/mcp.py): the server's group restriction applies to it too
     mcp_server: str = ""
+    # What people read for the tool (status lines, cards, approvals, the model's words): "Search articles". A lazy
+    # translation (gettext_lazy) is translated where it is shown; "" derives it from the name (`display_title`).
+    title: str | Promise = ""
+    # Says in words what a call pending approval will do, read from its input and the database as the user (ctx.user):
+    # a translated sentence, or None for the labelled list of the input's fields (`approval_words`)
+    describe: Describe | None = None
 
     def __post_init__(self) -> None:
         # `permissions=[...]` reads naturally at the decorator; store it as a tuple so the spec stays hashable
@@ -53,6 +71,75 @@ class ToolSpec:
 
     def with_(self, **changes: Any) -> ToolSpec:
         return replace(self, **changes)
+
+    def display_title(self) -> str:
+        """The title in the active language: the tool's own, else derived from its name ("search_articles" -> "Search articles")."""
+        return title_shown(self.title, self.name)
+
+    def approval_words(self, tool_input: dict[str, Any], ctx: ToolContext) -> tuple[str | None, list[dict[str, str]]]:
+        """What an approval shows of this call: the tool's sentence (`describe`, None without one or when it fails or
+        says nothing) and the input as labelled fields (always: a client may show them under the sentence)."""
+        return describe_call(self.describe, tool_input, ctx, self.name), approval_fields(self.input_schema, tool_input)
+
+
+def describe_call(describe: Describe | None, tool_input: dict[str, Any], ctx: ToolContext, name: str = "") -> str | None:
+    """The `describe` hook's sentence for a call, one line and bounded; None when there is none. The hook is page code
+    reading the database: a failure is logged and the approval shows the fields instead."""
+    if describe is None:
+        return None
+    try:
+        said = describe(tool_input, ctx)
+    except Exception:
+        logging.getLogger(__name__).exception("tool %s: describe failed; the approval shows its fields", name)
+        return None
+    text = " ".join(str(said or "").split())
+    return _clip(text, APPROVAL_SUMMARY_MAX_CHARS) or None
+
+
+def approval_fields(schema: dict[str, Any], tool_input: dict[str, Any]) -> list[dict[str, str]]:
+    """The input as `{label, value}` rows, in the schema's order: the label is the property's own title (a schema's
+    derived "Stream Id" reads as "Stream id"), the value plain text (lists joined, objects as "Label: value"), never JSON."""
+    props = schema.get("properties")
+    props = props if isinstance(props, dict) else {}
+    keys = [k for k in props if k in tool_input] + [k for k in tool_input if k not in props]
+    rows = []
+    for key in keys[:APPROVAL_FIELDS_MAX]:
+        prop = props.get(key)
+        rows.append({"label": field_label(key, prop if isinstance(prop, dict) else {}),
+                     "value": _clip(plain_text(tool_input[key]), APPROVAL_VALUE_MAX_CHARS)})
+    return rows
+
+
+def field_label(key: str, prop: dict[str, Any]) -> str:
+    """A property's label, translated when the catalogs know it: its schema title when someone wrote one (mark it with
+    gettext_noop: `Field(title=gettext_noop("Stream"))`), else derived from its key. Pydantic's automatic title ("New
+    Name" for `new_name`) counts as none."""
+    title = prop.get("title")
+    if isinstance(title, str) and title.strip() and title != key.replace("_", " ").title():
+        return gettext(title.strip())
+    return title_shown("", key) or key
+
+
+def plain_text(value: Any) -> str:
+    """A value of a tool's input as a person reads it: text as it is, yes/no, numbers, lists joined by commas,
+    objects as "Label: value" pairs; no JSON punctuation."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return gettext("yes") if value else gettext("no")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return ", ".join(plain_text(v) for v in value[:APPROVAL_FIELDS_MAX])
+    if isinstance(value, dict):
+        return "; ".join(f"{title_from_name(str(k)) or k}: {plain_text(v)}" for k, v in list(value.items())[:APPROVAL_FIELDS_MAX])
+    return str(value)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def spec_from_function(
@@ -92,7 +179,7 @@ def spec_from_function(
 def _input_model(fn: Callable[..., Any], sig: inspect.Signature) -> tuple[type[BaseModel] | None, tuple[str, ...]]:
     """The pydantic model of the parameters, or None and why not (one message per unusable parameter)."""
     try:
-        hints = get_type_hints(fn)
+        hints = get_type_hints(fn, include_extras=True)  # Annotated[..., Field(title=...)] reaches the schema
     except Exception as exc:  # an unresolvable forward reference: report it, do not fail the import
         return None, (f"type hints do not resolve: {exc}",)
     fields: dict[str, Any] = {}

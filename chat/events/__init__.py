@@ -42,6 +42,7 @@ from chat.events.schema import SCHEMA_DIALECT, protocol_schemas
 from chat.events.server import (
     RUN_EVENTS,
     SERVER_EVENTS,
+    ApprovalField,
     CancelledEvent,
     ErrorEvent,
     FrameError,
@@ -56,7 +57,7 @@ from chat.events.server import (
 
 __all__ = [
     "CLIENT_FRAMES", "CLIENT_FRAME_TYPES", "MAX_NESTING", "RUN_EVENTS", "SCHEMA_DIALECT", "SERVER_EVENTS", "TERMINAL_TYPES",
-    "ActionMetadata", "CancelledEvent", "ChatApprove", "ChatCancel", "ChatResume", "ChatSend", "ClientFrame",
+    "ActionMetadata", "ApprovalField", "CancelledEvent", "ChatApprove", "ChatCancel", "ChatResume", "ChatSend", "ClientFrame",
     "CompleteEvent", "CompletePayload", "CustomPayload", "Envelope", "ErrorEvent", "Frame", "FrameError", "HistoryItem",
     "InteractionType", "RunEvent", "StatusEvent", "SuggestedAction", "SuggestedValue", "TextDeltaEvent", "TokenUsage",
     "ToolApprovalEvent", "ToolCompleteEvent", "ToolProgressEvent", "ToolStartEvent", "ToolUse", "client_frame_adapter",

@@ -35,6 +35,9 @@ class CustomPayload(Frame):
     type: str
     data: Any
     summary: str
+    title: str | None = Field(default=None, exclude_if=omit_none, description=(
+        "Addition to v1: the payload type's title (\"Stream ideas\"), what a card is headed with where the client has no "
+        "renderer of its own for the type. Absent from servers before it and from answers stored before it."))
 
 
 class ToolUse(Frame):
@@ -43,6 +46,9 @@ class ToolUse(Frame):
     tool_name: str
     input: dict[str, Any]
     output: str
+    title: str | None = Field(default=None, exclude_if=omit_none, description=(
+        "Addition to v1: the tool's title (\"Search articles\"), what its card is headed with; `tool_name` stays its name. "
+        "Absent from servers before it and from answers stored before it."))
 
 
 class TokenUsage(Frame):

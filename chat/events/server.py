@@ -39,6 +39,17 @@ class TextDeltaEvent(RunEvent):
         return f'{{"type":"text_delta",{env.head}{seq}{env.tail},"text":{_encode_str(text)}}}'
 
 
+TOOL_TITLE = ("Addition to v1: the tool's title, what people read for it (\"Search articles\"), in the turn's language; "
+              "`tool` stays its name. Absent from servers before it.")
+
+
+class ApprovalField(Frame):
+    """One field of a call pending approval, as a person reads it: a label and a plain-text value (never JSON)."""
+
+    label: str
+    value: str
+
+
 class ToolStartEvent(RunEvent):
     """The model called a tool."""
 
@@ -46,10 +57,11 @@ class ToolStartEvent(RunEvent):
     tool: str
     input: dict[str, Any]
     tool_use_id: str
+    title: str | None = Field(default=None, exclude_if=omit_none, description=TOOL_TITLE)
 
     @classmethod
-    def wire(cls, env: Envelope, seq: int, *, tool: str, input: dict[str, Any], tool_use_id: str) -> str:
-        return cls.build(env, seq, tool=tool, input=input, tool_use_id=tool_use_id).model_dump_json()
+    def wire(cls, env: Envelope, seq: int, *, tool: str, input: dict[str, Any], tool_use_id: str, title: str | None = None) -> str:
+        return cls.build(env, seq, tool=tool, input=input, tool_use_id=tool_use_id, title=title).model_dump_json()
 
 
 class ToolProgressEvent(RunEvent):
@@ -89,10 +101,20 @@ class ToolApprovalEvent(RunEvent):
     tool: str
     input: dict[str, Any]
     tool_use_id: str
+    title: str | None = Field(default=None, exclude_if=omit_none, description=TOOL_TITLE)
+    summary: str | None = Field(default=None, exclude_if=omit_none, description=(
+        "Addition to v1: what the call will do, in one sentence of the turn's language, written by the tool from its input "
+        "and the database as the user sees it (\"Rename 'Lung Cancer Monitor' to 'Oncology Radar'?\"). Plain text, never "
+        "HTML. Absent when the tool does not describe its calls (then show `fields`)."))
+    fields: list[ApprovalField] | None = Field(default=None, exclude_if=omit_none, description=(
+        "Addition to v1: the call's input as labelled plain-text values, in the tool's order (labels from its input "
+        "schema), for a person to judge instead of `input`'s JSON. Absent from servers before it."))
 
     @classmethod
-    def wire(cls, env: Envelope, seq: int, *, tool: str, input: dict[str, Any], tool_use_id: str) -> str:
-        return cls.build(env, seq, tool=tool, input=input, tool_use_id=tool_use_id).model_dump_json()
+    def wire(cls, env: Envelope, seq: int, *, tool: str, input: dict[str, Any], tool_use_id: str, title: str | None = None,
+             summary: str | None = None, fields: list[dict[str, str]] | None = None) -> str:
+        return cls.build(env, seq, tool=tool, input=input, tool_use_id=tool_use_id, title=title, summary=summary,
+                         fields=fields).model_dump_json()
 
 
 class ErrorEvent(RunEvent):

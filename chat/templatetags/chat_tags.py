@@ -30,8 +30,9 @@ from django.utils.translation import get_language
 from chat.attachments import ACCEPTED_TYPES
 from chat.conf import chat_settings
 from chat.models import PREFERENCES_MAX_CHARS
-from pages.access import user_page_denied
-from pages.registry import registry as page_registry
+from pages.access import access_for, user_page_denied
+from pages.registry import DEFAULT_PAGE, registry as page_registry
+from pages.starters import page_starters
 
 register = template.Library()
 
@@ -93,8 +94,14 @@ def provider_label() -> str:
 def tray_config(request: HttpRequest | None, user: AbstractBaseUser | AnonymousUser, page: str, page_context: dict[str, Any] | None) -> dict[str, Any]:
     """The JSON the tray boots from; `context` is what the page wants sent with every message."""
     language = get_language() or settings.LANGUAGE_CODE  # the page's language: the tray speaks it
+    spec = page_registry.get(page) if page in page_registry else DEFAULT_PAGE
     return {
         "page": page,
+        # what people read for the page, and for the pages the conversation list names; "" for an unregistered page
+        "page_title": spec.display_title() if page in page_registry else "",
+        "page_titles": {p.name: p.display_title() for p in page_registry},
+        # the welcome's first questions, as buttons that send them (pages.starters)
+        "starters": page_starters(spec, {**(page_context or {}), "current_page": page}, access_for(user)),
         "language": language,
         # Django's JavaScript catalog of the tray's strings in that language, under the host's mount
         "i18n_url": f"{reverse('pagechat:jsi18n')}?{urlencode({'lang': language})}",

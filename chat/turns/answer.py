@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from chat.actions import action_token_sign
+from chat.registration import title_shown
 from chat.turns.planning import TurnPlan
 from pages.registry import BUILTIN_CLIENT_ACTIONS, PageSpec, ServerActionResult
 from payloads.parsing import Extracted, SuggestedAction, SuggestedValue, parse_blocks
@@ -47,7 +48,7 @@ def answer_parts_build(*, plan: TurnPlan, extracted: Iterable[Extracted], tool_p
     custom = from_tools[-1] if from_tools else (payloads[0] if payloads else None)
     return AnswerParts(
         suggested_values=values, suggested_actions=actions, payloads=payloads,
-        custom_payload={k: custom[k] for k in ("payload_id", "type", "data", "summary")} if custom else None,
+        custom_payload={k: custom[k] for k in ("payload_id", "type", "data", "summary", "title")} if custom else None,
         parse_errors=[*errors, *dropped],
     )
 
@@ -69,8 +70,9 @@ def _validated(model: type[BaseModel], items: Iterable[Any], errors: list[dict[s
 
 def _payload(type_: str, data: Any, source: str) -> dict[str, Any]:
     spec = payload_registry.get(type_)
-    summary = spec.summary(data) if spec is not None else f"{type_}"
-    return {"payload_id": assign_payload_id(), "type": type_, "data": data, "summary": summary, "source": source}
+    title = spec.display_title() if spec is not None else title_shown("", type_)
+    summary = spec.summary(data) if spec is not None else title
+    return {"payload_id": assign_payload_id(), "type": type_, "data": data, "summary": summary, "title": title, "source": source}
 
 
 def _valid_actions(page: PageSpec, actions: list[dict[str, Any]], *, user_id: int, conversation_id: int,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chat import selectors
@@ -13,6 +13,7 @@ from chat.conf import chat_settings
 from chat.events import ChatSend
 from chat.prompt import PromptInput, StoredMessage, history_build, system_prompt_build
 from chat.providers.base import Provider
+from chat.registration import title_shown
 from chat.turns.clients import ClientTool
 from pages.access import Access, access_for, server_action_denied
 from pages.registry import BUILTIN_CLIENT_ACTIONS, PageSpec, registry as page_registry
@@ -43,6 +44,8 @@ class TurnPlan:
     # the page's server actions this user may run (only these are offered and signed); None: all of them
     # (turn_plan_build always sets it)
     allowed_actions: frozenset[str] | None = None
+    # tool name -> its title in the turn's language, what people read for it (events, cards, the prompt)
+    tool_titles: dict[str, str] = field(default_factory=dict)
 
 
 def public_action_metadata(frame: ChatSend) -> dict[str, Any] | None:
@@ -74,6 +77,7 @@ def turn_plan_build(*, user: User, conversation_id: int, frame: ChatSend, upto_m
     for ct in client_tools:  # a server tool of the same name wins: the client cannot replace what the page offers
         tools.setdefault(ct.name, AgentTool(name=ct.name, description=ct.description, input_schema=ct.parameters,
                                             executor=_client_runs_it, client_side=True))
+    titles = {name: tool_title(name) for name in tools}
     payload_specs = [p for p in payload_registry.all() if p.is_global] + [
         p for name in page.payload_types(context) if (p := payload_registry.get(name)) is not None
     ]
@@ -88,6 +92,8 @@ def turn_plan_build(*, user: User, conversation_id: int, frame: ChatSend, upto_m
         action_metadata=public_action_metadata(frame),
         manifest=manifest,
         tools=[(t.name, t.description) for t in tools.values()],
+        tool_titles=titles,
+        page_title=page.display_title() if page.name in page_registry else "",
         payload_instructions=[p.instructions() for p in payload_specs if p.source == "llm"],
         client_actions=[(a.action, a.description, a.parameters) for a in (*BUILTIN_CLIENT_ACTIONS, *page.client_actions)],
         server_actions=[(a.action, a.description, a.parameters) for a in actions],
@@ -116,7 +122,14 @@ def turn_plan_build(*, user: User, conversation_id: int, frame: ChatSend, upto_m
         "page": page.name,
     }
     return TurnPlan(system=system, messages=messages, tools=tools, page=page, payload_markers=markers, diagnostics=diagnostics,
-                    allowed_actions=frozenset(a.action for a in actions))
+                    allowed_actions=frozenset(a.action for a in actions), tool_titles=titles)
+
+
+def tool_title(name: str) -> str:
+    """The title people read for the tool called `name`, in the active language: the registered tool's own, else
+    derived from the name (a client's tool, one unregistered since)."""
+    spec = tool_registry.get(name)
+    return spec.display_title() if spec is not None else title_shown("", name)
 
 
 def _client_runs_it(tool_input: dict[str, Any], ctx: Any) -> str:

@@ -54,9 +54,10 @@ from chat.providers.base import Provider, ProviderError
 from chat.runs import RunHandle
 from chat.turns import persistence, titles
 from chat.turns.answer import AnswerParts, answer_parts_build
+from chat.turns.approvals import approval_words
 from chat.turns.persistence import TurnOutcome, TurnRecord
 from chat.turns.pipe import TextPipe
-from chat.turns.planning import TurnPlan, turn_plan_build
+from chat.turns.planning import TurnPlan, tool_title, turn_plan_build
 from pages.access import access_for, server_action_denied
 from pages.registry import ActionFailed, ServerAction, ServerActionResult
 from payloads.parsing import SUGGESTED_ACTIONS_MARKER, SUGGESTED_VALUES_MARKER
@@ -97,6 +98,8 @@ class Turn:
         self.call_started_ns = time.time_ns()
         self.span: Any = None  # the turn's span, when tracing is on
         self.tool_spans: dict[str, Any] = {}
+        self.tool_titles: dict[str, str] = {}  # the plan's: tool name -> its title in the turn's language
+        self.tool_context: ToolContext | None = None  # what the tools (and their approval sentences) see of the turn
         # agent event -> handler; the async ones return their coroutine
         self.handlers: dict[type, Callable[[Any], Any]] = {
             AgentTextDelta: self.on_text,
@@ -131,7 +134,7 @@ class Turn:
                 self.span, name=ev.name, tool_use_id=ev.tool_use_id, start_ns=time.time_ns(),
                 arguments=ev.input if tracing.capture_content() else None)
         self._before_event()
-        self.handle.append(ToolStartEvent.wire, tool=ev.name, input=ev.input, tool_use_id=ev.tool_use_id)
+        self.handle.append(ToolStartEvent.wire, tool=ev.name, input=ev.input, tool_use_id=ev.tool_use_id, title=self.tool_title(ev.name))
 
     def on_tool_progress(self, ev: AgentToolProgress) -> None:
         u = ev.update
@@ -142,8 +145,15 @@ class Turn:
         self.handle.approvals[ev.tool_use_id] = asyncio.get_running_loop().create_future()
         await RUNS.run(persistence.approval_record)(
             run_id=self.record.run_id, tool_use_id=ev.tool_use_id, tool_name=ev.name, tool_input=ev.input)
+        # what the person judges: the tool's sentence (it reads the database as this user, as tool code does) and fields
+        summary, fields = await _run_sync(approval_words, ev.name, ev.input, self.tool_context)
         self._before_event()
-        self.handle.append(ToolApprovalEvent.wire, tool=ev.name, input=ev.input, tool_use_id=ev.tool_use_id)
+        self.handle.append(ToolApprovalEvent.wire, tool=ev.name, input=ev.input, tool_use_id=ev.tool_use_id,
+                           title=self.tool_title(ev.name), summary=summary, fields=fields)
+
+    def tool_title(self, name: str) -> str:
+        """What people read for the tool `name`: its title in the turn's language, from the turn's plan."""
+        return self.tool_titles.get(name) or tool_title(name)
 
     def on_tool_complete(self, ev: AgentToolComplete) -> None:
         r = ev.result
@@ -346,7 +356,8 @@ class Turn:
     async def _model_turn(self, plan: TurnPlan) -> None:
         self._model_call_starts()
         conversation_id = self.record.conversation_id
-        ctx = ToolContext(
+        self.tool_titles = plan.tool_titles
+        self.tool_context = ctx = ToolContext(
             user=self.user, conversation_id=conversation_id, run_id=self.record.run_id, context=dict(self.frame.context),
             services={"payload_lookup": lambda pid: selectors.payload_get(conversation_id=conversation_id, payload_id=pid)},
         )
@@ -397,6 +408,8 @@ class Turn:
             await asyncio.wait({self.flush_task})
         parts = parts or AnswerParts()
         self._answered_calls_record()
+        for call in self.state.tool_history:  # each card is headed with its tool's title, live and when read back
+            call.setdefault("title", self.tool_title(str(call.get("tool_name", ""))))
         text = self.pipe.text if self.pipe else ""
         duration = (time.perf_counter() - self.record.started) * 1000
         first = self.pipe.first_text_at if self.pipe else None

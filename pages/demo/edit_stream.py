@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.urls import reverse
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 from pydantic import BaseModel, Field
 
 from pages.demo.common import describe_stream, owned_stream
@@ -51,6 +51,7 @@ class PresentationCategories(BaseModel):
 
 payloads.register(PayloadSpec(
     type="schema_proposal",
+    title=gettext_lazy("Schema proposal"),
     parse_marker="SCHEMA_PROPOSAL:",
     description="proposed changes to the stream's semantic space (name, purpose, topics, entities)",
     schema=SchemaProposal,
@@ -60,6 +61,7 @@ payloads.register(PayloadSpec(
 ))
 payloads.register(PayloadSpec(
     type="retrieval_proposal",
+    title=gettext_lazy("Retrieval proposal"),
     parse_marker="RETRIEVAL_PROPOSAL:",
     description="proposed search queries and sources for the stream's retrieval",
     schema=RetrievalProposal,
@@ -68,6 +70,7 @@ payloads.register(PayloadSpec(
 ))
 payloads.register(PayloadSpec(
     type="presentation_categories",
+    title=gettext_lazy("Presentation categories"),
     parse_marker="PRESENTATION_CATEGORIES:",
     description="proposed categories to group the stream's articles in reports",
     schema=PresentationCategories,
@@ -94,6 +97,7 @@ class QuerySuggestion(BaseModel):
 
 payloads.register(PayloadSpec(
     type="validation_results",
+    title=gettext_lazy("Validation results"),
     parse_marker="VALIDATION_RESULTS:",
     description="a check for problems: errors, warnings and suggestions",
     schema=ValidationResults,
@@ -105,6 +109,7 @@ payloads.register(PayloadSpec(
 ))
 payloads.register(PayloadSpec(
     type="query_suggestion",
+    title=gettext_lazy("Query suggestion"),
     parse_marker="QUERY_SUGGESTION:",
     description="one search query suggestion to find articles, with alternatives",
     schema=QuerySuggestion,
@@ -193,7 +198,7 @@ def delete_entity(data: dict[str, Any], user: Any, context: dict[str, Any]) -> S
     )
 
 
-@tool
+@tool(title=gettext_lazy("Preview query"))
 def preview_query(query: str, limit: int = 5) -> str:
     """Preview a retrieval query: how many corpus articles match it and the top titles."""
     found: list[Article] = article_search(query=query, limit=max(1, min(limit, 20)))
@@ -235,4 +240,7 @@ register_page(PageSpec(
         TEST_REPORT_ACTION,
     ),
     permissions=["pagechat_demo.change_researchstream"],
+    title=gettext_lazy("Stream settings"),
+    starters=(gettext_lazy("What is this stream about?"), gettext_lazy("Validate this stream"),
+              gettext_lazy("Run a test report"), gettext_lazy("What can you do here?")),
 ))

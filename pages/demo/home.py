@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 from pydantic import BaseModel, Field
 
 from pages.demo.common import REFINEMENTS, THERAPEUTIC_AREAS
@@ -32,6 +32,7 @@ class ResearchStreamForm(BaseModel):
 
 payloads.register(PayloadSpec(
     type="research_stream_form",
+    title=gettext_lazy("Research stream preview"),
     parse_marker="RESEARCH_STREAM_FORM:",
     description="a proposed research stream configuration to preview before creating it",
     llm_instructions=(
@@ -107,4 +108,7 @@ register_page(PageSpec(
     server_actions=(ServerAction("create_stream", "Create the research stream from the proposed research stream form", create_stream,
                                  ("stream_name", "purpose", "report_frequency", "channels"),
                                  permissions=["pagechat_demo.add_researchstream"]), TEST_REPORT_ACTION),
+    title=gettext_lazy("Home"),
+    starters=(gettext_lazy("Create a research stream"), gettext_lazy("How many streams do I have?"),
+              gettext_lazy("How many reports do I have?"), gettext_lazy("What can you do here?")),
 ))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from django.contrib.auth.models import User
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 from pydantic import BaseModel, Field
 
 from pages.demo.forms import NewStreamForm
@@ -28,6 +28,7 @@ class TopicSuggestions(BaseModel):
 
 payloads.register(PayloadSpec(
     type="stream_template",
+    title=gettext_lazy("Stream template"),
     parse_marker="STREAM_TEMPLATE:",
     description="a template that fills in the new stream form (name, purpose, frequency, topics)",
     schema=StreamTemplate,
@@ -37,6 +38,7 @@ payloads.register(PayloadSpec(
 ))
 payloads.register(PayloadSpec(
     type="topic_suggestions",
+    title=gettext_lazy("Topic suggestions"),
     parse_marker="TOPIC_SUGGESTIONS:",
     description="topic keywords to add to the new stream",
     schema=TopicSuggestions,
@@ -93,4 +95,7 @@ register_page(PageSpec(
     payloads=("stream_template", "topic_suggestions", "validation_results"),
     server_actions=(ServerAction("validate_form", "Check a proposed template's name, purpose and frequency for problems before it fills the form",
                                  validate_form, ("stream_name", "purpose", "report_frequency", "topics")),),
+    title=gettext_lazy("New research stream"),
+    starters=(gettext_lazy("Fill in the form for me"), gettext_lazy("Suggest topics for my stream"),
+              gettext_lazy("What can you do here?")),
 ))

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.models import User
 from django.urls import reverse
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 from pydantic import BaseModel, Field
 
 from chat.agent.types import ToolContext, ToolProgress, ToolResult
@@ -28,8 +28,9 @@ def _results_summary(d: dict[str, Any]) -> str:
         "query": repr(d.get("query", "?")), "count": count}
 
 
-payloads.register(PayloadSpec(type="search_results", source="tool", description="articles found by a search", summarize=_results_summary))
-payloads.register(PayloadSpec(type="pubmed_article", source="tool", description="one article shown as a card",
+payloads.register(PayloadSpec(type="search_results", source="tool", description="articles found by a search", summarize=_results_summary,
+                              title=gettext_lazy("Search results")))
+payloads.register(PayloadSpec(type="pubmed_article", source="tool", description="one article shown as a card", title=gettext_lazy("Article"),
                               summarize=lambda d: gettext("Article %(id)s: %(title)s") % {"id": d.get("external_id", "?"), "title": d.get("title", "")}))
 
 
@@ -41,7 +42,7 @@ def _article_dict(a: Any, *, abstract: bool = False) -> dict[str, Any]:
     return out
 
 
-@tool
+@tool(title=gettext_lazy("Search articles"))
 def search_articles(query: str, limit: int = 8, *, ctx: ToolContext) -> Generator[ToolProgress, None, ToolResult]:
     """Search the research article corpus by keywords and show the matching articles; cite what you use with its [[source:N]] marker."""
     yield ToolProgress("searching", f"Searching the corpus for “{query}”…", 0.2)
@@ -56,7 +57,7 @@ def search_articles(query: str, limit: int = 8, *, ctx: ToolContext) -> Generato
                       sources=cited)
 
 
-@tool
+@tool(title=gettext_lazy("Open article"))
 def get_article(article_id: str) -> ToolResult:
     """Get one article by its id (the number in brackets in search results) with its abstract, shown as an article card."""
     a = article_get(external_id=article_id.strip())
@@ -86,6 +87,7 @@ class AiColumnSuggestion(BaseModel):
 
 payloads.register(PayloadSpec(
     type="search_filters",
+    title=gettext_lazy("Search filters"),
     parse_marker="SEARCH_FILTERS:",
     description="filter criteria for finding articles or reports (query, topic, years, journal)",
     llm_instructions="Use it when the user asks to find or filter articles or reports; offer execute_search and apply_filters with the same data.",
@@ -95,6 +97,7 @@ payloads.register(PayloadSpec(
 ))
 payloads.register(PayloadSpec(
     type="ai_column_suggestion",
+    title=gettext_lazy("AI column suggestion"),
     parse_marker="AI_COLUMN_SUGGESTION:",
     description="a suggested AI-computed column for a table, with the prompt that fills it",
     schema=AiColumnSuggestion,
@@ -200,4 +203,7 @@ register_page(PageSpec(
         ServerAction("apply_filters", "Apply the proposed filters to the reports list on this page", apply_filters,
                      ("query", "stream_id", "year_from", "year_to")),
     ),
+    title=gettext_lazy("Reports"),
+    starters=(gettext_lazy("Search articles"), gettext_lazy("What reports do I have?"), gettext_lazy("What is this about?"),
+              gettext_lazy("What can you do here?")),
 ))

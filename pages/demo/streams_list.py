@@ -1,10 +1,10 @@
 """Streams list page: suggestions for new streams and insights about the user's portfolio."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from django.contrib.auth.models import User
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, gettext_noop, ngettext
 from pydantic import BaseModel, Field
 
 from chat.agent.types import ToolContext, ToolResult
@@ -35,6 +35,7 @@ class PortfolioInsights(BaseModel):
 
 payloads.register(PayloadSpec(
     type="stream_suggestions",
+    title=gettext_lazy("Stream ideas"),
     parse_marker="STREAM_SUGGESTIONS:",
     description="ideas for new research streams that complement the user's streams",
     schema=StreamSuggestions,
@@ -46,6 +47,7 @@ payloads.register(PayloadSpec(
 ))
 payloads.register(PayloadSpec(
     type="portfolio_insights",
+    title=gettext_lazy("Portfolio insights"),
     parse_marker="PORTFOLIO_INSIGHTS:",
     description="an analysis of coverage, gaps and overlaps across the user's portfolio of streams",
     schema=PortfolioInsights,
@@ -57,8 +59,24 @@ payloads.register(PayloadSpec(
 ))
 
 
-@tool(requires_approval=True, permissions=["pagechat_demo.change_researchstream"])
-def rename_stream(stream_id: int, new_name: str, ctx: ToolContext) -> str | ToolResult:
+def rename_described(args: dict[str, Any], ctx: ToolContext) -> str | None:
+    """The approval's sentence: the stream's current name read as the user (a stream they cannot see is never named:
+    then None, and the approval lists the fields)."""
+    try:
+        stream_id = int(args.get("stream_id"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    current = ResearchStream.objects.filter(pk=stream_id, owner=ctx.user).values_list("name", flat=True).first()
+    new_name = " ".join(str(args.get("new_name") or "").split())[:200]
+    if current is None or not new_name:
+        return None
+    return gettext("Rename “%(current)s” to “%(new)s”?") % {"current": current, "new": new_name}
+
+
+@tool(requires_approval=True, permissions=["pagechat_demo.change_researchstream"], title=gettext_lazy("Rename stream"),
+      describe=rename_described)
+def rename_stream(stream_id: Annotated[int, Field(title=gettext_noop("Stream"))],
+                  new_name: Annotated[str, Field(title=gettext_noop("New name"))], ctx: ToolContext) -> str | ToolResult:
     """Rename one of the user's research streams (the user approves it first)."""
     name = " ".join(new_name.split())[:200]
     if not name:
@@ -84,4 +102,7 @@ register_page(PageSpec(
     context_builder=streams_context,
     payloads=("stream_suggestions", "portfolio_insights"),
     tools=("rename_stream",),
+    title=gettext_lazy("Research streams"),
+    starters=(gettext_lazy("Suggest new stream ideas"), gettext_lazy("Analyze my portfolio"),
+              gettext_lazy("Which streams do I have?")),
 ))

@@ -125,7 +125,8 @@ async def test_frontend_tool_round_trip(user: Any, scripted: Any) -> None:
     status, events, _ = await post(client, run_input("fe", messages, tools=[tool]))
     assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events
     complete = events[-2]["value"]
-    assert complete["tool_history"] == [{"tool_name": "set_theme", "input": {"color": "blue"}, "output": "theme is now blue"}]
+    assert complete["tool_history"] == [{"tool_name": "set_theme", "input": {"color": "blue"}, "output": "theme is now blue",
+                                         "title": "Set theme"}]  # the v1 addition: a client's tool is titled from its name
     call = await ToolCall.objects.aget(tool_use_id="toolu_fe")
     assert call.name == "set_theme" and call.output == "theme is now blue"
     # the model saw its call answered by the client's result

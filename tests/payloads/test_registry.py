@@ -145,15 +145,15 @@ def test_default_summary_uses_first_strings_and_is_short() -> None:
     data = {"proposed_changes": {"stream_name": "Oncology Monitor", "purpose": "Track cancer treatment"},
             "reasoning": "word " * 100}
     summary = spec.summary(data)
-    assert summary.startswith("schema_proposal: Oncology Monitor, Track cancer treatment")
+    assert summary.startswith("Schema proposal: Oncology Monitor, Track cancer treatment")  # the type's title, not its name
     assert len(summary) <= SUMMARY_MAX_CHARS
-    assert spec.summary({"n": 1}) == "schema_proposal"
+    assert spec.summary({"n": 1}) == "Schema proposal"
 
 
 def test_custom_summary_and_its_failure() -> None:
     spec = proposal(summarize=lambda d: f"Rename to {d['proposed_changes']['stream_name']}")
     assert spec.summary(PROPOSAL_EXAMPLE) == "Rename to Oncology Monitor"
-    assert spec.summary({"proposed_changes": {}}) == "schema_proposal"  # KeyError -> default
+    assert spec.summary({"proposed_changes": {}}) == "Schema proposal"  # KeyError -> default
     assert len(proposal(summarize=lambda d: "x" * 500).summary({})) == SUMMARY_MAX_CHARS
 
 

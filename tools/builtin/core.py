@@ -7,11 +7,13 @@ import operator
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from django.utils.translation import gettext_lazy as _
+
 from chat.agent.types import ToolContext, ToolResult
 from tools.registry import tool
 
 
-@tool(is_global=True)
+@tool(is_global=True, title=_("Read an earlier card"))
 def get_payload(payload_id: str, *, ctx: ToolContext) -> ToolResult:
     """Read the full data of a payload shown earlier in this conversation, by its payload_id from the PAYLOAD MANIFEST."""
     lookup = ctx.services.get("payload_lookup")
@@ -21,7 +23,7 @@ def get_payload(payload_id: str, *, ctx: ToolContext) -> ToolResult:
     return ToolResult(json.dumps(found, default=str, ensure_ascii=False))
 
 
-@tool(is_global=True)
+@tool(is_global=True, title=_("Current time"))
 def get_current_time() -> str:
     """Get the current date and time (UTC)."""
     return datetime.now(UTC).strftime("%A %d %B %Y, %H:%M UTC")
@@ -31,7 +33,7 @@ _OPS: dict[type[ast.AST], Callable[..., float]] = {ast.Add: operator.add, ast.Su
         ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Mod: operator.mod}
 
 
-@tool(is_global=True)
+@tool(is_global=True, title=_("Calculator"))
 def calculate(expression: str) -> str:
     """Evaluate an arithmetic expression such as "(2 + 3) * 4 / 7" (numbers, + - * / % ** and parentheses)."""
     def ev(node: ast.AST) -> float:

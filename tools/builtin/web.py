@@ -17,6 +17,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext_lazy as _
 
 from chat.agent.types import ToolContext, ToolResult
 from chat.conf import chat_settings
@@ -181,7 +182,7 @@ async def _read(response: httpx.Response, url: str, max_bytes: int, redirects: l
                        text=content, truncated=truncated, redirects=redirects)
 
 
-@tool(is_global=True)
+@tool(is_global=True, title=_("Read a web page"))
 async def fetch_webpage(url: str) -> ToolResult:
     """Fetch a public web page by its http(s) URL and read its title and text."""
     try:
@@ -225,7 +226,7 @@ def web_search_backend() -> WebSearchBackend | None:
     return found
 
 
-@tool(is_global=True)
+@tool(is_global=True, title=_("Web search"))
 def web_search(query: str, limit: int = 5, *, ctx: ToolContext) -> ToolResult:
     """Search the web for pages about a query and show the results (title, address and snippet)."""
     backend = web_search_backend()

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils import translation
 from django.utils.translation import gettext as _, gettext_noop, ngettext
 
 from chat.providers.offline.reading import (
@@ -119,6 +120,15 @@ def join(*parts: str) -> str:
 
 def label(name: str) -> str:
     return name.replace("_", " ")
+
+
+def in_sentence(title: str) -> str:
+    """A title inside a sentence ("Propose stream ideas"): its first letter in lower case, except in German (its nouns
+    are capitalised) and for a word in capitals ("AI column suggestion")."""
+    language = translation.get_language() or ""
+    if language.split("-")[0] == "de" or title[1:2].isupper():
+        return title
+    return title[:1].lower() + title[1:]
 
 
 def entity_topic(reading: Reading) -> str:
@@ -232,9 +242,9 @@ def after_tools(r: Reading) -> Reply:
         text = data_body(content) if isinstance(content, str) else json.dumps(content)
         first = text.strip().splitlines()[0] if text.strip() else _("(no output)")
         if res.get("is_error") and DECLINED.search(first):  # the user's Deny is their choice, not a failure
-            parts.append(_("You did not approve `%(tool)s`, so it did not run and nothing changed.") % {"tool": name})
+            parts.append(_("You did not approve “%(tool)s”, so it did not run and nothing changed.") % {"tool": r.tool_title(name)})
         elif res.get("is_error"):
-            parts.append(_("The `%(tool)s` tool failed: %(error)s") % {"tool": name, "error": first[:300]})
+            parts.append(_("“%(tool)s” failed: %(error)s") % {"tool": r.tool_title(name), "error": first[:300]})
         else:
             more = " " + _("The card above has the details.") if len(text.strip().splitlines()) > 1 else ""
             said = first[:300].rstrip(":")
@@ -280,7 +290,8 @@ def _next_tool(r: Reading) -> tuple[str, dict[str, Any]] | None:
         tool, score = _best_tool(part)  # the clause's own best tool: one already called means the clause was about it
         if tool is None or tool["name"] in called or score < 2:
             continue
-        if not part.user_words & words(tool["name"]) and tool["name"] != "calculate":  # named, not guessed from its description
+        named = part.user_words & words(tool["name"]) or _title_said(r, tool["name"], clause)
+        if not named and tool["name"] != "calculate":  # named, not guessed from its description
             continue
         tool_input, missing = tool_input_build(part, tool)
         if not missing:
@@ -363,7 +374,7 @@ def field_answer(r: Reading) -> Reply:
         value = next((a for a in allowed if a.lower() in value.lower()), allowed[0])
     data[field_key] = value
     return proposal(r, offer, data, _("Done: the %(field)s is now **%(value)s**. Review the updated %(type)s below.")
-                    % {"field": label(field_key), "value": value, "type": label(offer.type)})
+                    % {"field": label(field_key), "value": value, "type": in_sentence(offer.shown)})
 
 
 @intent("type_it", lambda r: 88 if _pending_field(r) and re.search(r"\btype (it|the \w+)\b", r.user_text, re.I) else 0)
@@ -478,7 +489,7 @@ def extend_list(r: Reading) -> Reply:
     names = ", ".join(f"**{i.get('name', '?')}**" if isinstance(i, dict) else str(i) for i in added)
     return proposal(r, offer, data, ngettext("Added %(count)d %(list)s: %(names)s. Review the updated %(type)s below.",
                                              "Added %(count)d %(list)s: %(names)s. Review the updated %(type)s below.", len(added))
-                    % {"count": len(added), "list": label(key), "names": names, "type": label(offer.type)})
+                    % {"count": len(added), "list": label(key), "names": names, "type": in_sentence(offer.shown)})
 
 
 def _action_offer(r: Reading) -> tuple[Any, dict[str, Any]] | None:
@@ -520,7 +531,9 @@ def _match_area_answer(r: Reading) -> float:
 
 
 def _asked_offer(r: Reading) -> PayloadOffer | None:
-    return next((o for o in r.payloads if f"**{label(o.type)}**" in r.previous_assistant_text), None)
+    # named by its title (or, in a conversation from before titles, by its type in words)
+    said = r.previous_assistant_text
+    return next((o for o in r.payloads if f"**{in_sentence(o.shown)}**" in said or f"**{label(o.type)}**" in said), None)
 
 
 @intent("area_answer", _match_area_answer)
@@ -530,7 +543,8 @@ def area_answer(r: Reading) -> Reply:
     assert offer is not None
     topic = " ".join(subject_words(r.user_text, exclude=offer.own_words())) or r.user_text
     return proposal(r, offer, fill(offer.example, topic[:60]),
-                    _("Here is a %(type)s for **%(topic)s**. Review it below and tell me what to change.") % {"type": label(offer.type), "topic": topic[:60]})
+                    _("Here is a %(type)s for **%(topic)s**. Review it below and tell me what to change.")
+                    % {"type": in_sentence(offer.shown), "topic": topic[:60]})
 
 
 def _match_propose(r: Reading) -> float:
@@ -557,13 +571,13 @@ def propose(r: Reading) -> Reply:
     if needs_topic and not topic:
         asks = offer.values_after("ask")
         if asks:
-            return Reply(join(_("I'll prepare a **%(type)s** for you.") % {"type": label(offer.type)} + " " + _(AREA_QUESTION), values_line(asks)))
-        return Reply(_("I'll prepare a **%(type)s** for you.") % {"type": label(offer.type)} + " " + _(AREA_QUESTION) + " " + _("Tell me the subject."))
+            return Reply(join(_("I'll prepare a **%(type)s** for you.") % {"type": in_sentence(offer.shown)} + " " + _(AREA_QUESTION), values_line(asks)))
+        return Reply(_("I'll prepare a **%(type)s** for you.") % {"type": in_sentence(offer.shown)} + " " + _(AREA_QUESTION) + " " + _("Tell me the subject."))
     if subject:
         lead = _("Proposed %(type)s for **%(topic)s**. Review it below; accept it to apply it.")
     else:
         lead = _("Proposed %(type)s for **%(topic)s** from what is on this page. Review it below; accept it to apply it.")
-    return proposal(r, offer, fill(offer.example, topic or "general"), lead % {"type": label(offer.type), "topic": topic or _("general")})
+    return proposal(r, offer, fill(offer.example, topic or "general"), lead % {"type": in_sentence(offer.shown), "topic": topic or _("general")})
 
 
 def _match_clarify(r: Reading) -> float:
@@ -576,7 +590,7 @@ def _match_clarify(r: Reading) -> float:
 @intent("clarify", _match_clarify)
 def clarify(r: Reading) -> Reply:
     """A change request that could mean several things: ask which, with chips."""
-    values = [{"label": label(o.type).capitalize(), "value": f"propose {label(o.type)}"} for o in r.payloads][:4]
+    values = [{"label": o.shown, "value": f"propose {label(o.type)}"} for o in r.payloads][:4]
     return Reply(join(_("I can prepare several things here. Which one do you mean?"), values_line(values)))
 
 
@@ -588,7 +602,9 @@ def _best_tool(r: Reading) -> tuple[dict[str, Any] | None, int]:
             continue
         own = words(tool["name"])
         name_hits = len(said & own)
-        if len(own) > 1 and own <= said:  # every word of a name of several ("rename the stream"): that tool is meant
+        # every word of a name of several ("rename the stream"), or its title as the welcome's starters and this model's
+        # chips say it ("Search articles about CRISPR"): that tool is meant
+        if (len(own) > 1 and own <= said) or _title_said(r, tool["name"], r.user_text):
             name_hits += 4
         desc_hits = len(said & words(tool.get("description", "").split(".")[0]))
         if tool["name"] == "calculate" and re.search(r"\d\s*[-+*/%^]\s*\d", r.user_text):
@@ -602,6 +618,12 @@ def _best_tool(r: Reading) -> tuple[dict[str, Any] | None, int]:
         return None, 0
     scored.sort(key=lambda s: -s[0])
     return scored[0][1], scored[0][0]
+
+
+def _title_said(r: Reading, name: str, text: str) -> bool:
+    """The tool's title (of two words or more) is in `text`, whatever the case: "Search articles about CRISPR"."""
+    title = r.tool_title(name).casefold()
+    return " " in title and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text.casefold()) is not None
 
 
 ACT_WORDS = frozenset("find search look show get list open preview run calculate compute fetch check count".split())
@@ -621,9 +643,10 @@ def use_tool(r: Reading) -> Reply:
     assert tool is not None
     tool_input, missing = tool_input_build(r, tool)
     if missing:
-        return Reply(join(_("What should I %(tool)s for?") % {"tool": label(tool["name"])}, values_line(
-            [{"label": t, "value": f"{label(tool['name'])} {t}"} for t in _page_topics(r)][:4])))
-    return Reply(_("Let me use `%(tool)s` for that.") % {"tool": tool["name"]}, (tool["name"], tool_input))
+        title = r.tool_title(tool["name"])
+        return Reply(join(_("What should I look for with “%(tool)s”?") % {"tool": title}, values_line(
+            [{"label": t, "value": f"{title} {t}"} for t in _page_topics(r)][:4])))
+    return Reply(_("Let me use “%(tool)s” for that.") % {"tool": r.tool_title(tool["name"])}, (tool["name"], tool_input))
 
 
 def _page_topics(r: Reading) -> list[str]:
@@ -731,7 +754,7 @@ def answer_from_page(r: Reading) -> Reply:
     where = _where(r)
     if where:
         text += f"\n\n{where}"
-    values = [{"label": _("Suggest %(type)s") % {"type": label(o.type)}, "value": f"propose {label(o.type)}"} for o in r.payloads][:2]
+    values = [{"label": _("Suggest %(type)s") % {"type": in_sentence(o.shown)}, "value": f"propose {label(o.type)}"} for o in r.payloads][:2]
     return Reply(join(text, values_line(values)))
 
 
@@ -793,21 +816,21 @@ def thanks(r: Reading) -> Reply:
 def _abilities_sentence(r: Reading) -> str:
     """"I'm the offline model on the X page: ... Here I can a; b; c." (the page's tools, payloads and facts)."""
     # plain sentences (no list or code markup): the reply reads the same while it streams and once rendered
-    can = [_lower_first(_gist(t.get("description") or label(t["name"]))) for t in r.tools if t["name"] != "get_payload"]
-    can += [_("prepare %(thing)s") % {"thing": o.description or label(o.type)} for o in r.payloads]
+    can = [_lower_first(_gist(t.get("description") or r.tool_title(t["name"]))) for t in r.tools if t["name"] != "get_payload"]
+    can += [_("prepare %(thing)s") % {"thing": o.description or in_sentence(o.shown)} for o in r.payloads]
     can.append(_("answer questions about what is on screen") if r.facts else _("answer questions about this page"))
-    if r.page:
+    if r.page_title:
         intro = _("I'm the offline model on the **%(page)s** page: I read what is on the page. Here I can %(abilities)s.")
     else:
         intro = _("I'm the offline model: I read what is on the page. Here I can %(abilities)s.")
-    return intro % {"page": label(r.page), "abilities": "; ".join(can)}
+    return intro % {"page": r.page_title, "abilities": "; ".join(can)}
 
 
 def _ability_values(r: Reading) -> list[dict[str, Any]]:
     """Chips for what the page offers: two of its tools, two of its payload types, and a question about the page."""
-    values = [{"label": label(t["name"]).capitalize(), "value": t.get("description", t["name"]).split(".")[0]}
+    values = [{"label": r.tool_title(t["name"]), "value": t.get("description", t["name"]).split(".")[0]}
               for t in r.tools if t["name"] != "get_payload"][:2]
-    values += [{"label": _("Suggest %(type)s") % {"type": label(o.type)}, "value": f"propose {label(o.type)}"} for o in r.payloads][:2]
+    values += [{"label": _("Suggest %(type)s") % {"type": in_sentence(o.shown)}, "value": f"propose {label(o.type)}"} for o in r.payloads][:2]
     if r.facts:
         values.append({"label": _("What is this?"), "value": "What is this about?"})
     return values[:4]

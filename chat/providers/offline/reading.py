@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from chat.providers.base import ProviderRequest
+from chat.registration import title_shown
 
 # Words that carry no subject: grammar, politeness, and the vocabulary of asking ("can you propose ...").
 STOPWORDS = frozenset(
@@ -88,6 +89,12 @@ class PayloadOffer:
     example: Any
     instructions: str = ""
     schema: dict[str, Any] = field(default_factory=dict)
+    title: str = ""  # what people read for the type (the prompt's `(title: "...")`), else derived from it
+
+    @property
+    def shown(self) -> str:
+        """The type's title, to say to the user (never its name)."""
+        return self.title or title_shown("", self.type)
 
     def own_words(self) -> set[str]:
         return words(f"{self.type} {self.description} {self.marker}")
@@ -178,7 +185,7 @@ def parse_payloads(capabilities: str) -> list[PayloadOffer]:
     offers: list[PayloadOffer] = []
     for block in re.split(r"\n(?=### )", capabilities):
         block = re.split(r"\n#{1,2} ", block)[0]  # a payload's block ends at the next section
-        head = re.match(r"### (\w+)(?: - (.*))?", block)
+        head = re.match(r'### (\w+)(?: \(title: "([^"]*)"\))?(?: - (.*))?', block)
         example = re.search(r"Example:\n([A-Z][A-Z0-9_]*:)\s*(.+)", block)
         if not (head and example):
             continue
@@ -193,7 +200,7 @@ def parse_payloads(capabilities: str) -> list[PayloadOffer]:
                 schema = json.loads(sm.group(1))
             except ValueError:
                 schema = {}
-        offers.append(PayloadOffer(head.group(1), head.group(2) or "", example.group(1), data, block, schema))
+        offers.append(PayloadOffer(head.group(1), head.group(3) or "", example.group(1), data, block, schema, head.group(2) or ""))
     return offers
 
 
@@ -322,6 +329,22 @@ class Reading:
         return self.request.tools
 
     @cached_property
+    def tool_titles(self) -> dict[str, str]:
+        """Tool name -> its title, from the prompt's tool lines (`- name (title: "..."): ...`)."""
+        return dict(TOOL_LINE.findall(self.sections.get("CAPABILITIES", "")))
+
+    def tool_title(self, name: str) -> str:
+        """What to call the tool `name` when speaking to the user: its title, else one derived from its name."""
+        return self.tool_titles.get(name) or title_shown("", name)
+
+    @cached_property
+    def page_title(self) -> str:
+        """The page's title (the prompt's `Page title:` line outside the page's data), else its name in words."""
+        outside = _DATA_BLOCKS.sub("", self.sections.get("CONTEXT", ""))
+        m = re.search(r"^Page title: (.+)$", outside, re.M)
+        return m.group(1).strip() if m else (title_shown("", self.page) if self.page else "")
+
+    @cached_property
     def user_text(self) -> str:
         """The user's last typed (or clicked) message."""
         for msg in reversed(self.request.messages):
@@ -400,6 +423,8 @@ class Reading:
 # reads the text inside. A block's opening and closing lines are exactly these: its text cannot contain them.
 DATA_OPEN = re.compile(r'^<data source="[^"]*">$')
 DATA_CLOSE = "</data>"
+# a tool's line under CAPABILITIES' `## Tools` with its title (chat.prompt)
+TOOL_LINE = re.compile(r'^- (\S+) \(title: "([^"]*)"\):', re.M)
 # the prompt's request context line: inside its data block (chat.prompt), or plain (older prompts)
 REQUEST_CONTEXT = re.compile(r'^Request context:(?: |\n<data source="request_context">\n)(.*)$', re.M)
 _DATA_BLOCK = re.compile(r'\A<data source="[^"]*">\n(.*)\n</data>\Z', re.S)

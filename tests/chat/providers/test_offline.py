@@ -109,7 +109,7 @@ def test_ambiguous_change_request_gets_a_question_with_chips() -> None:
     reply, _ = ask(system("streams_list", {}, "The user is on the research streams list. They have no streams yet."), "make something")
     assert reply.intent == "clarify" and "STREAM_SUGGESTIONS" not in reply.text
     chips = block(reply, "SUGGESTED_VALUES:")
-    assert [c["label"] for c in chips] == ["Stream suggestions", "Portfolio insights"]
+    assert [c["label"] for c in chips] == ["Stream ideas", "Portfolio insights"]  # the payload types' titles
 
 
 def test_greeting_says_what_the_page_offers() -> None:
@@ -130,7 +130,7 @@ def test_free_text_it_cannot_write_is_said_honestly_not_proposed(text: str) -> N
     reply, _ = ask(system("home", {}, HOME_CONTEXT), text)
     assert reply.intent == "free_text" and "RESEARCH_STREAM_FORM" not in reply.text
     assert "needs a language model" in reply.text and "prepare a proposed research stream configuration" in reply.text
-    assert [c["label"] for c in block(reply, "SUGGESTED_VALUES:")][-2:] == ["Suggest research stream form", "What is this?"]
+    assert [c["label"] for c in block(reply, "SUGGESTED_VALUES:")][-2:] == ["Suggest research stream preview", "What is this?"]
 
 
 def test_a_change_request_naming_the_payload_is_still_a_proposal() -> None:
@@ -266,7 +266,7 @@ def test_a_request_naming_every_word_of_a_tool_calls_it_rather_than_proposing() 
     reply = decide(ProviderRequest(system=sys, tools=[rename], model="m", max_tokens=100, messages=[
         {"role": "user", "content": "Rename stream 1 to Oncology Watch"}, {"role": "assistant", "content": [use]},
         {"role": "user", "content": [denied]}]))
-    assert reply.text == "You did not approve `rename_stream`, so it did not run and nothing changed."
+    assert reply.text == "You did not approve “Rename stream”, so it did not run and nothing changed."  # its title, not its name
     done = {**denied, "is_error": False, "content": "Renamed the stream to 'Oncology Watch'."}
     reply = decide(ProviderRequest(system=sys, tools=[rename], model="m", max_tokens=100, messages=[
         {"role": "user", "content": "Rename stream 1 to Oncology Watch"}, {"role": "assistant", "content": [use]},
