@@ -400,3 +400,6 @@ class ActionStatAdmin(ReadOnlyMixin, admin.ModelAdmin):
         """Succeeded out of the clicks that ran (refused clicks never ran: unknown, expired, altered or used buttons)."""
         ran = obj.succeeded + obj.failed
         return f"{obj.succeeded / ran:.0%}" if ran else "—"
+
+
+from chat import admin_quality  # noqa: E402, F401  (registers the quality dashboard, /admin/pagechat/quality/)

@@ -112,6 +112,8 @@ class Message(models.Model):
             models.Index(fields=["conversation", "-id"]),
             # a resend's lookup for a new conversation (no conversation id yet): one probe, not one per conversation
             models.Index(fields=["client_message_id"], condition=Q(client_message_id__isnull=False), name="message_client_id"),
+            # the answers with a verdict, by day (the quality dashboard's thumbs and comments): a few rows of many
+            models.Index(fields=["created_at", "conversation", "feedback"], condition=~Q(feedback=""), name="message_rated"),
         ]
 
     def __str__(self) -> str:
@@ -187,10 +189,27 @@ class Run(models.Model):
                 fields=["conversation"], condition=Q(status="running"), name="one_running_run_per_conversation"
             )
         ]
-        indexes = [models.Index(fields=["status", "heartbeat_at"]), models.Index(fields=["created_at"])]
+        indexes = [
+            models.Index(fields=["status", "heartbeat_at"]), models.Index(fields=["created_at"]),
+            # the quality dashboard's columns (chat.quality), so its GROUP BYs over a period read this index alone, never
+            # the rows (whose diagnostics make them wide); `id` for the join to the tool calls
+            models.Index(fields=["created_at", "conversation", "time_to_first_token_ms", "error_code", "input_tokens", "output_tokens",
+                                 "cache_read_tokens", "cache_write_tokens", "cost_usd", "id"], name="run_quality"),
+        ]
 
     def __str__(self) -> str:
         return f"Run {self.id} ({self.status})"
+
+
+class Quality(Run):
+    """The admin's quality dashboard (/admin/pagechat/quality/, chat.quality): a place in the admin, its figures summed
+    from the runs; no rows or permissions of its own (it asks for the runs' view permission)."""
+
+    class Meta:
+        proxy = True
+        default_permissions = ()
+        verbose_name = "quality dashboard"
+        verbose_name_plural = "quality dashboard"
 
 
 class ToolCall(models.Model):
@@ -214,6 +233,7 @@ class ToolCall(models.Model):
     class Meta:
         ordering = ["run", "index"]
         constraints = [models.UniqueConstraint(fields=["run", "tool_use_id"], name="unique_tool_use_per_run")]
+        indexes = [models.Index(fields=["run", "status"], name="toolcall_run_status")]  # the quality dashboard's calls and failures
 
 
 class PendingApproval(models.Model):
