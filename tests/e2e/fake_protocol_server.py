@@ -224,6 +224,7 @@ class FakeProtocolServer:
         self.refuse_connections = False
         self.lose_live_seqs: set[int] = set()  # events with these seqs are logged but never sent live
         self.streaming_placeholders = False  # store an assistant "streaming" message at turn start, like the real server
+        self.extra_config: dict[str, Any] = {}  # more tray config keys, as the chat_tray tag adds them (page_title, starters)
         self.connections = 0
         self._ids = 100
         self._gates: dict[str, asyncio.Event] = {}
@@ -464,6 +465,7 @@ def render_page(server: FakeProtocolServer, query: dict[str, list[str]], path: s
         "offline": flag("offline"),
         "user": query.get("user", ["alice"])[0],  # who is signed in (another user in the same tab: ?user=bob)
         "csrf_token": "test-csrf-token",
+        **server.extra_config,
     }
     tray = render_to_string("chat/tray.html", {"config": config, "csp_nonce": nonce})
     order = query.get("page_script", ["before"])[0]

@@ -50,7 +50,7 @@ def executions(server: LiveServer) -> int:
 
 
 def deny_and_check_nothing_happened(page: Page, server: LiveServer, streams_before: int) -> None:
-    approval = page.get_by_role("group", name="Approval needed: create_stream")
+    approval = page.get_by_role("group", name="Approval needed: Create stream")  # the tool's title (issue 37)
     expect(approval).to_be_visible()
     time.sleep(1.0)  # an executed tool would have written by now
     assert executions(server) == 0

@@ -298,14 +298,14 @@ def test_a_tool_that_changes_data_runs_only_after_approve(open_page: Callable[..
     for approve, new_name in ((False, "Gene Editing Denied"), (True, "Gene Editing Watch"), (True, "CRISPR Therapeutics Watch")):
         before = final_messages(page).count()
         send(page, f"Rename stream {sid} to {new_name}")
-        card = page.get_by_role("group", name="Approval needed: rename_stream")
-        expect(card).to_contain_text(f'"new_name": "{new_name}"')
+        card = page.get_by_role("group", name="Approval needed: Rename stream")  # its title (issue 37), not rename_stream
+        expect(card).to_contain_text(f"to “{new_name}”?")  # the tool's sentence, not the input's JSON
         assert name() != new_name  # nothing ran before the click
         card.get_by_role("button", name="Approve" if approve else "Deny").click()
         expect(final_messages(page)).to_have_count(before + 1)
         wait_idle(page)
-        said = "did not approve `rename_stream`" if not approve else f"Renamed the stream to '{new_name}'."
-        expect(final_messages(page).last).to_contain_text(said.replace("`", ""))
+        said = "did not approve “Rename stream”" if not approve else f"Renamed the stream to '{new_name}'."
+        expect(final_messages(page).last).to_contain_text(said)
         assert name() == (new_name if approve else "CRISPR Therapeutics Watch")
     assert_clean(page)
 
@@ -438,7 +438,7 @@ def test_reports_search_progress_results_and_article(open_page: Callable[..., Pa
     send(page, "search articles about CRISPR")
     progress = page.locator(".chat-progress")
     expect(progress).to_be_visible()
-    expect(progress).to_contain_text("search_articles")
+    expect(progress).to_contain_text("Search articles")  # the tool's title (issue 37)
     expect(progress.locator(".chat-progress__message")).to_have_text(re.compile(r"Found \d+ articles, ranking…"))
     expect(progress.get_by_role("progressbar")).to_have_attribute("aria-valuenow", "70")
     color = progress.evaluate("el => getComputedStyle(el).backgroundColor")
@@ -452,7 +452,7 @@ def test_reports_search_progress_results_and_article(open_page: Callable[..., Pa
     expect(reply).to_be_visible()
     wait_idle(page)
     expect(progress).to_have_count(0)
-    expect(reply.locator(".chat-tool-card")).to_contain_text("search_articles")
+    expect(reply.locator(".chat-tool-card")).to_contain_text("Search articles")
     expect(panel(page).locator(".chat-panel__title")).to_have_text("Search results")
     links = panel(page).locator("a.chat-article__title")
     expect(links.first).to_be_visible()

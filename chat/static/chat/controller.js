@@ -58,6 +58,7 @@ export class Tray {
       toggle: () => this.toggle(),
       close: () => this.close(),
       submit: (text) => this.send(text, "text_input"),
+      startWith: (text) => this.send(text, "text_input"), // a welcome starter: sent as if typed
       stop: () => this.cancel(),
       newChat: () => this.newConversation(),
       toggleHistory: () => this.toggleConversations(),

@@ -214,7 +214,7 @@ export class HistoryView {
     const tray = this.tray;
     const title = conv.title || gettext("Untitled conversation");
     const when = conv.updated_at ? new Date(conv.updated_at) : null;
-    const meta = [conv.page ? String(conv.page).replaceAll("_", " ") : null, when && !Number.isNaN(when.getTime()) ? formatDate(when) : null]
+    const meta = [conv.page ? pageTitle(tray.config, conv.page) : null, when && !Number.isNaN(when.getTime()) ? formatDate(when) : null]
       .filter(Boolean)
       .join(" · ");
     const open = h(
@@ -373,3 +373,12 @@ export function actionsMenu(label, items, closes = () => true) {
 }
 
 let menus = 0;
+
+/** What people read for a page the conversation was on: its title from the tray config, else its name in words. */
+export function pageTitle(config, page) {
+  const titles = config?.page_titles;
+  const known = titles && Object.hasOwn(titles, page) ? titles[page] : "";
+  if (typeof known === "string" && known) return known;
+  const words = String(page).replaceAll("_", " ").trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}

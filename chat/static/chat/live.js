@@ -15,6 +15,7 @@ export class LiveTurn {
     this.status = gettext("Thinking…");
     this.activeTools = []; // [{tool, toolUseId, input, message, progress, el}]
     this.toolHistory = []; // what we know of finished tools, by marker index
+    this.titles = new Map(); // tool name -> its title (tool_start's `title`; a server before it sends none: the name)
     this.pendingApprovals = new Set();
     this.renderQueued = false;
 
@@ -46,14 +47,20 @@ export class LiveTurn {
     this.scheduleRender();
   }
 
-  toolStart({ tool, input, tool_use_id: toolUseId }) {
+  /** What people read for a tool: the title its events carried, else its name. */
+  titleOf(tool, title = null) {
+    if (typeof title === "string" && title) this.titles.set(String(tool), title);
+    return this.titles.get(String(tool)) ?? String(tool);
+  }
+
+  toolStart({ tool, input, tool_use_id: toolUseId, title }) {
     const message = h("div", { class: "chat-progress__message" }, gettext("Running…"));
     const bar = h("div", { class: "chat-progress__bar", hidden: true }, h("div", { class: "chat-progress__fill" }));
     const el = h(
       "div",
       { class: "chat-progress", role: "status", dataset: { tool: String(tool) } },
       h("span", { class: "chat-spinner", "aria-hidden": "true" }),
-      h("div", { class: "chat-progress__main" }, h("div", { class: "chat-progress__tool" }, String(tool)), message, bar),
+      h("div", { class: "chat-progress__main" }, h("div", { class: "chat-progress__tool" }, this.titleOf(tool, title)), message, bar),
     );
     this.activeTools.push({ tool, toolUseId, input, el, message, bar });
     this.toolsEl.append(el);
@@ -80,22 +87,26 @@ export class LiveTurn {
     const i = this.activeTools.findIndex((t) => t.tool === tool);
     const [entry] = this.activeTools.splice(i >= 0 ? i : 0, 1);
     entry?.el.remove();
-    this.toolHistory[index] = { tool_name: tool, input: entry?.input ?? {}, output: "" };
+    this.toolHistory[index] = { tool_name: tool, title: this.titleOf(tool), input: entry?.input ?? {}, output: "" };
     this.refreshThinking();
     this.scheduleRender(); // a placeholder may now know its tool's name
   }
 
-  approvalRequest({ tool, input, tool_use_id: toolUseId }) {
+  approvalRequest({ tool, input, tool_use_id: toolUseId, title, summary, fields }) {
     if (this.approvalsEl.querySelector(`[data-tool-use-id="${CSS.escape(String(toolUseId))}"]`)) return;
     this.pendingApprovals.add(toolUseId);
-    // an approval wait is not "Running…": the tool waits for the user
+    const name = this.titleOf(tool, title);
+    // an approval wait is not "Running…": the tool waits for the user, which the approval card alone says (once)
     const running = this.activeTools.find((t) => t.toolUseId === toolUseId) ?? [...this.activeTools].reverse().find((t) => t.tool === tool);
-    if (running) running.message.textContent = gettext("Waiting for your approval");
+    if (running) running.message.hidden = true;
     const actions = h("div", { class: "chat-approval__actions" });
     const decide = (approved) => {
       this.pendingApprovals.delete(toolUseId);
       actions.replaceChildren(h("span", { class: "chat-muted" }, approved ? gettext("Approved") : gettext("Denied")));
-      if (running) running.message.textContent = approved ? gettext("Running…") : gettext("Denied");
+      if (running) {
+        running.message.hidden = false;
+        running.message.textContent = approved ? gettext("Running…") : gettext("Denied");
+      }
       this.callbacks.approve(toolUseId, approved);
       this.refreshThinking();
     };
@@ -106,10 +117,10 @@ export class LiveTurn {
     this.approvalsEl.append(
       h(
         "div",
-        { class: "chat-approval", role: "group", "aria-label": interpolate(gettext("Approval needed: %(tool)s"), { tool }), dataset: { toolUseId: String(toolUseId) } },
+        { class: "chat-approval", role: "group", "aria-label": interpolate(gettext("Approval needed: %(tool)s"), { tool: name }), dataset: { toolUseId: String(toolUseId) } },
         h("div", { class: "chat-approval__status", role: "status" }, gettext("Waiting for your approval")),
-        h("div", { class: "chat-approval__title" }, ...interpolateNodes(gettext("Allow %(tool)s?"), { tool: h("strong", {}, String(tool)) })),
-        h("pre", { class: "chat-pre" }, jsonText(input ?? {})),
+        h("div", { class: "chat-approval__title" }, ...interpolateNodes(gettext("Allow %(tool)s?"), { tool: h("strong", {}, name) })),
+        approvalDetails(input, summary, fields),
         actions,
       ),
     );
@@ -147,7 +158,8 @@ export class LiveTurn {
   }
 
   placeholder(index) {
-    const name = this.toolHistory[index]?.tool_name ?? "tool";
+    const done = this.toolHistory[index];
+    const name = done ? done.title || done.tool_name : "";
     return h("div", { class: "tool-slot chat-tool-placeholder", dataset: { toolIndex: String(index) } }, icon(ICONS.tool, "chat-icon chat-tool-card__icon"), name);
   }
 
@@ -156,4 +168,22 @@ export class LiveTurn {
     this.streamEl.setAttribute("aria-busy", "false");
     if (this.renderQueued) this.renderNow();
   }
+}
+
+/**
+ * What a person judges a pending call by: the tool's own sentence (`summary`), else its input as labelled fields, both
+ * as text (they carry what the model and the database said: never HTML). A server before these additions sent
+ * neither: then the input as it came.
+ */
+export function approvalDetails(input, summary, fields) {
+  const rows = Array.isArray(fields) ? fields.filter((f) => f && typeof f.label === "string") : null;
+  if (typeof summary === "string" && summary) return h("p", { class: "chat-approval__summary" }, summary);
+  if (rows) {
+    return h(
+      "dl",
+      { class: "chat-approval__fields" },
+      rows.flatMap((f) => [h("dt", {}, f.label), h("dd", {}, String(f.value ?? ""))]),
+    );
+  }
+  return h("pre", { class: "chat-pre" }, jsonText(input ?? {}));
 }

@@ -158,7 +158,8 @@ function messageActions(message, tray, shown = () => message) {
 
 /** Collapsible card for tool_history[index]; collapsed by default. */
 export function toolCard(index, entry) {
-  const name = entry?.tool_name ?? entry?.tool ?? `tool ${index}`;
+  // its title (protocol addition); an answer stored or sent before titles has its name only
+  const name = entry?.title || entry?.tool_name || entry?.tool || `tool ${index}`;
   const details = h(
     "div",
     { class: "chat-tool-card__body", hidden: true },
@@ -302,7 +303,8 @@ export function renderAssistantMessage(message, tray, { latest = false } = {}) {
   const tools = h("div", { class: "chat-msg__tools", dataset: payloadId ? { payloadId } : {} });
   const handler = payload && findPayloadHandler(payload.type);
   if (payload && !(handler && handler.panel === false)) {
-    const label = handler?.title ? interpolate(gettext("View %(title)s"), { title: titleInSentence(handler.title) }) : gettext("View details");
+    const title = handler?.title || payload.title; // the renderer's, else the type's (a protocol addition)
+    const label = title ? interpolate(gettext("View %(title)s"), { title: titleInSentence(title) }) : gettext("View details");
     tools.append(button(label, () => tray.openPayload(payload), { cls: "chat-link-btn chat-view-payload" }));
     if (payload.summary) tools.append(h("span", { class: "chat-muted" }, String(payload.summary)));
     const outcome = payloadId && tray.payloadOutcomes?.get(payloadId);

@@ -156,7 +156,8 @@ export function showPayload(panel, payload, tray, { focus = true } = {}) {
   }
   const container = h("div", { class: "chat-payload", dataset: { payloadType: String(payload.type) } }, body);
   panel.open({
-    title: (hasRender && handler.title) || String(payload.type || gettext("Details")),
+    // the renderer's title, else the type's (protocol addition: custom_payload.title), else the type itself (older servers)
+    title: (hasRender && handler.title) || payload.title || String(payload.type || gettext("Details")),
     icon: hasRender ? handler.icon : "data",
     width: hasRender ? handler.width : null,
     body: container,

@@ -52,6 +52,20 @@ function headerLabel(path, label) {
   return [icon(path, "chat-icon chat-header-btn__icon"), h("span", { class: "chat-header-btn__label" }, label)];
 }
 
+/**
+ * The welcome's first questions (config.starters, from the page): buttons that send their words as the user's
+ * message. A stable attribute (`data-pagechat-starter`, its position) finds them in any language.
+ */
+function starterButtons(starters, send) {
+  const texts = (Array.isArray(starters) ? starters : []).filter((t) => typeof t === "string" && t.trim()).slice(0, 4);
+  if (!texts.length) return null;
+  return h(
+    "div",
+    { class: "chat-starters", role: "group", "aria-label": gettext("Suggested questions") },
+    texts.map((text, i) => h("button", { type: "button", class: "chat-starter", dataset: { pagechatStarter: String(i) }, onclick: () => send(text) }, text)),
+  );
+}
+
 const PAPERCLIP = "M21 11l-8.5 8.5a5 5 0 0 1-7-7L14 4a3.5 3.5 0 0 1 5 5l-8.5 8.5a2 2 0 0 1-3-3L15 7";
 
 export class TrayView {
@@ -64,7 +78,8 @@ export class TrayView {
     this.root = root;
     this.actions = actions;
     if (config.language) root.setAttribute("lang", config.language); // the tray speaks the page's language
-    const pageLabel = config.page ? String(config.page).replaceAll("_", " ") : "";
+    // the page's title (config.page_title, translated on the server); an unregistered page is "this page"
+    const pageLabel = typeof config.page_title === "string" ? config.page_title : "";
     this.launcher = h(
       "button",
       { type: "button", class: "chat-launcher", "aria-label": CONTRACT_NAMES.launcher, "aria-expanded": "false", "aria-controls": "chat-tray-panel", onclick: () => actions.toggle(),
@@ -110,6 +125,7 @@ export class TrayView {
       { class: "chat-welcome" },
       h("p", { class: "chat-welcome__title" }, config.user ? interpolate(gettext("Hi %(user)s! How can I help?"), { user: config.user }) : gettext("Hi! How can I help?")),
       h("p", { class: "chat-muted" }, pageLabel ? interpolate(gettext("I can see you are on the %(page)s page and can help with what is on it."), { page: pageLabel }) : gettext("I can see this page and can help with what is on it.")),
+      starterButtons(config.starters, (text) => actions.startWith(text)),
     );
     // a long conversation is shown from its latest messages; this reads the ones before (at the top of the log)
     this.earlierButton = button(gettext("Show earlier messages"), () => actions.loadEarlier(), { cls: "chat-btn chat-btn--secondary chat-earlier-btn" });
