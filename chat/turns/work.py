@@ -68,6 +68,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 INTERRUPTED: tuple[ErrorCode, str] = ("interrupted", "The server restarted while answering; the partial answer was saved.")
 INTERNAL: tuple[ErrorCode, str] = ("internal", "Something went wrong while answering. Please try again.")
+# Once an answer this long (characters) is saved, the runs thread's database connection is closed: a connection keeps
+# buffers sized to the largest rows it wrote (SQLite's page cache and its cached statements' last bound values,
+# libpq's buffers): megabytes for the process's life after one long answer. The next job connects again (one connect).
+LONG_ANSWER = 256 * 1024
 
 
 class Turn:
@@ -466,6 +470,8 @@ class Turn:
             self.handle.end(ErrorEvent.wire, code=error[0], message=error[1])
         if status == Run.Status.COMPLETED and (self.record.conversation_created or self.record.retitle):
             await self._title(text)
+        if len(text) >= LONG_ANSWER:
+            await RUNS.run(_connections_close)()
 
     async def _title(self, answer: str) -> None:
         """After the first turn, or an edit of its question (the answer already delivered; a call of the admitted turn):
@@ -498,6 +504,14 @@ class Turn:
             ))
             self.state.tool_history.append({"tool_name": call.name, "input": call.input, "output": call.output})
         self.record.answered_calls = []
+
+
+def _connections_close() -> None:
+    """Close this thread's database connections (see LONG_ANSWER); one that fails to close is dropped all the same."""
+    try:
+        connections.close_all()
+    except Exception:  # the answer is saved and sent: nothing of the turn depends on this
+        log.warning("closing the database connection after a long answer failed", exc_info=True)
 
 
 def _terminal_of(status: str) -> str:
