@@ -22,10 +22,10 @@ def page_starters(page: PageSpec, context: dict[str, Any], access: Access) -> li
     run, filled up with general questions."""
     if page.starters:
         return _unique(str(s) for s in page.starters)[:STARTERS_MAX]
-    tools = [spec for name in page.tool_names(context) if (spec := tool_registry.get(name)) is not None and not spec.problems]
-    found = [spec.display_title() for spec in tools_filter(access, tools).allowed] if tools else []  # no query for none
-    found += [spec.display_title() for name in page.payload_types(context)
-              if (spec := payload_registry.get(name)) is not None and spec.source == "llm"]
+    tools = [tool for name in page.tool_names(context) if (tool := tool_registry.get(name)) is not None and not tool.problems]
+    found = [tool.display_title() for tool in tools_filter(access, tools).allowed] if tools else []  # no query for none
+    found += [payload.display_title() for name in page.payload_types(context)
+              if (payload := payload_registry.get(name)) is not None and payload.source == "llm"]
     found += [title_shown("", a.action) for a in page.server_actions if server_action_denied(access, a) is None]
     starters = _unique(found)[:STARTERS_MAX]
     for general in (gettext("What can you do here?"), gettext("Summarize this page")):
