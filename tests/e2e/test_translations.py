@@ -55,16 +55,18 @@ def test_the_demo_and_the_tray_speak_german(open_page: Callable[..., Page]) -> N
     expect(page.get_by_label("Sprache")).to_have_value("de")
     shot(page, "de_home")
 
-    # the three contract names stay as published in every language; the words a reader sees are German
-    launcher = page.get_by_role("button", name="Open chat", exact=True)
+    # the English page's contract names are translated too: found by their stable attributes, named in German
+    launcher = page.locator("[data-pagechat-launcher]")
     expect(launcher).to_have_text("Chat")
+    expect(launcher).to_have_accessible_name("Chat öffnen")
     launcher.click()
     expect(page.locator("#chat-tray")).to_have_attribute("lang", "de")
-    box = page.get_by_label("Message", exact=True)
+    box = page.locator("[data-pagechat-input]")
+    expect(box).to_have_accessible_name("Nachricht")
     expect(box).to_be_focused()
     expect(box).to_have_attribute("placeholder", "Fragen Sie etwas …")
     expect(page.locator(".chat-welcome__title")).to_have_text("Hallo demo! Wie kann ich helfen?")
-    expect(page.get_by_role("button", name="Send", exact=True)).to_have_text("Senden")
+    expect(page.get_by_role("button", name="Senden", exact=True)).to_have_attribute("data-pagechat-send", "")
     expect(page.get_by_role("button", name="Neuer Chat")).to_be_visible()
     expect(page.locator(".chat-badge")).to_have_text("Offline-Modell")
     assert skeleton(page) == english_skeleton  # the same tray, only its words differ
@@ -95,8 +97,8 @@ def test_the_demos_payload_cards_speak_german(open_page: Callable[..., Page]) ->
     """The demo's renderers translate their titles and labels through the same catalog (loaded before any module)."""
     page = open_page("/research-streams/", locale="de-DE")
     expect(page.get_by_role("heading", level=1)).to_have_text("Forschungsströme")
-    page.get_by_role("button", name="Open chat").click()
-    box = page.get_by_label("Message")
+    page.locator("[data-pagechat-launcher]").click()
+    box = page.locator("[data-pagechat-input]")
     box.fill("suggest stream ideas about immunology")
     box.press("Enter")
     wait_idle(page)
@@ -115,8 +117,8 @@ def test_the_language_switcher_changes_the_page_and_the_tray(open_page: Callable
     page.get_by_role("button", name="Switch").click()
     expect(page.locator("html")).to_have_attribute("lang", "fr")
     expect(page).to_have_url(re.compile(r"/research-streams/$"))  # back on the same page
-    page.get_by_role("button", name="Open chat").click()
-    expect(page.get_by_role("button", name="Send")).to_have_text("Envoyer")
+    page.locator("[data-pagechat-launcher]").click()
+    expect(page.locator("[data-pagechat-send]")).to_have_text("Envoyer")
     config: Any = page.evaluate("JSON.parse(document.getElementById('chat-tray-config').textContent)")
     assert config["language"] == "fr" and config["i18n_url"].endswith("?lang=fr")
     # and back: the choice is kept in a cookie, so English must be chosen again
@@ -140,10 +142,10 @@ def test_a_right_to_left_page_gets_a_mirrored_tray(open_page: Callable[..., Page
     launcher = page.locator(".chat-launcher").bounding_box()
     assert launcher and launcher["x"] + launcher["width"] < width / 2  # bottom left: the mirror image
     assert abs(launcher["x"] - (width - ltr_launcher["x"] - ltr_launcher["width"])) < 2
-    page.get_by_role("button", name="Open chat").click()
+    page.locator("[data-pagechat-launcher]").click()
     tray = page.locator(".chat-tray").bounding_box()
     assert tray and tray["x"] == 0  # the sheet opens from the left edge
-    box = page.get_by_label("Message")
+    box = page.locator("[data-pagechat-input]")
     box.fill("hello")
     box.press("Enter")
     wait_idle(page)

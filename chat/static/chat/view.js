@@ -7,12 +7,12 @@
 import { h, button, icon, ICONS } from "./dom.js";
 import { FloatingPanel } from "./panel.js";
 import { disableActions } from "./messages.js";
-import { formatNumber, gettext, interpolate, ngettext, outcomeLabel } from "./i18n.js";
+import { formatNumber, gettext, gettext_noop, interpolate, ngettext, outcomeLabel } from "./i18n.js";
 
-// The launcher's, the message box's and the send button's accessible names are a published contract (tests and
-// programs outside this repo find the tray by them), so they stay these English words in every language; what
-// a reader sees next to them (the launcher's label, the placeholder, the button's text) is translated.
-const CONTRACT_NAMES = Object.freeze({ launcher: "Open chat", input: "Message", send: "Send" });
+// The launcher's, the message box's and the send button's accessible names: these English words are the contract of
+// an English page; in another language they are translated like every other name. Tests and programs that must find
+// them in any language use their stable attributes (data-pagechat-launcher, data-pagechat-input, data-pagechat-send).
+const CONTRACT_NAMES = Object.freeze({ launcher: gettext_noop("Open chat"), input: gettext_noop("Message"), send: gettext_noop("Send") });
 const NOTICE_MS = 4000;
 const PIN_PX = 40; // this close to the end counts as "at the bottom"
 const PHONE_QUERY = "(max-width: 640px)";
@@ -82,7 +82,7 @@ export class TrayView {
     const pageLabel = typeof config.page_title === "string" ? config.page_title : "";
     this.launcher = h(
       "button",
-      { type: "button", class: "chat-launcher", "aria-label": CONTRACT_NAMES.launcher, "aria-expanded": "false", "aria-controls": "chat-tray-panel", onclick: () => actions.toggle(),
+      { type: "button", class: "chat-launcher", "aria-label": gettext(CONTRACT_NAMES.launcher), dataset: { pagechatLauncher: "" }, "aria-expanded": "false", "aria-controls": "chat-tray-panel", onclick: () => actions.toggle(),
         "aria-keyshortcuts": SHORTCUT.aria, title: interpolate(gettext("Keyboard shortcut: %(keys)s"), { keys: SHORTCUT.shown }) },
       icon(ICONS.chat, "chat-icon chat-launcher__icon"),
       h("span", { class: "chat-launcher__label" }, gettext("Chat")),
@@ -142,7 +142,7 @@ export class TrayView {
     this.historySlot = h("div", { class: "chat-history-slot" });
     this.noticeEl = h("div", { class: "chat-notice", role: "status", "aria-live": "polite", hidden: true });
 
-    this.input = h("textarea", { class: "chat-input", rows: "1", placeholder: gettext("Ask something…"), "aria-label": CONTRACT_NAMES.input });
+    this.input = h("textarea", { class: "chat-input", rows: "1", placeholder: gettext("Ask something…"), "aria-label": gettext(CONTRACT_NAMES.input), dataset: { pagechatInput: "" } });
     this.input.addEventListener("keydown", (e) => {
       // Enter sends, Shift+Enter is a newline; never interrupt an IME composition.
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
@@ -167,7 +167,7 @@ export class TrayView {
       h("span", {}, gettext("Editing your last question")),
       button(gettext("Cancel edit"), () => actions.cancelEdit(), { cls: "chat-link-btn chat-cancel-edit" }),
     );
-    this.sendButton = h("button", { type: "submit", class: "chat-btn chat-btn--primary chat-send-btn", "aria-label": CONTRACT_NAMES.send }, gettext("Send"));
+    this.sendButton = h("button", { type: "submit", class: "chat-btn chat-btn--primary chat-send-btn", "aria-label": gettext(CONTRACT_NAMES.send), dataset: { pagechatSend: "" } }, gettext("Send"));
     this.stopButton = button(gettext("Stop"), () => actions.stop(), { cls: "chat-btn chat-btn--warning chat-stop-btn", ariaLabel: gettext("Stop generating") });
     this.stopButton.hidden = true;
     // Attachments: the paperclip opens the file picker; files may also be dropped on the tray or pasted.
@@ -482,7 +482,7 @@ export class TrayView {
     this.root.classList.remove("is-open");
     document.documentElement.removeAttribute("data-chat-tray-open");
     this.launcher.setAttribute("aria-expanded", "false");
-    this.launcher.setAttribute("aria-label", CONTRACT_NAMES.launcher);
+    this.launcher.setAttribute("aria-label", gettext(CONTRACT_NAMES.launcher));
     this.launcher.focus();
   }
 
