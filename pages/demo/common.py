@@ -4,21 +4,25 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.utils.translation import gettext_noop
 
 from pages.demo.models import ResearchStream
 
+# Chips the payload instructions give a model (in English, as the instructions are); their labels and values are
+# marked for the catalogs, so the offline model offers them in the user's language (a hosted model writes them in it
+# by itself), and reads the words a chip sends back through the demo's vocabulary.
 THERAPEUTIC_AREAS = [
-    {"label": "Oncology", "value": "oncology research"},
-    {"label": "Cardiology", "value": "cardiovascular research"},
-    {"label": "Neurology", "value": "neuroscience research"},
-    {"label": "Immunology", "value": "immunology research"},
+    {"label": gettext_noop("Oncology"), "value": gettext_noop("oncology research")},
+    {"label": gettext_noop("Cardiology"), "value": gettext_noop("cardiovascular research")},
+    {"label": gettext_noop("Neurology"), "value": gettext_noop("neuroscience research")},
+    {"label": gettext_noop("Immunology"), "value": gettext_noop("immunology research")},
 ]
 
 # The example conversation's chips after the form (seed 000): each asks for one change, not a new form.
 REFINEMENTS = [
-    {"label": "Change name", "value": "I want to change the stream name"},
-    {"label": "Add more channels", "value": "add more channels"},
-    {"label": "Different frequency", "value": "change the report frequency"},
+    {"label": gettext_noop("Change name"), "value": gettext_noop("I want to change the stream name")},
+    {"label": gettext_noop("Add more channels"), "value": gettext_noop("add more channels")},
+    {"label": gettext_noop("Different frequency"), "value": gettext_noop("change the report frequency")},
 ]
 
 

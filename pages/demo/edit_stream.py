@@ -203,8 +203,9 @@ def preview_query(query: str, limit: int = 5) -> str:
     """Preview a retrieval query: how many corpus articles match it and the top titles."""
     found: list[Article] = article_search(query=query, limit=max(1, min(limit, 20)))
     if not found:
-        return f"No articles match {query!r}."
-    return f"{len(found)} top matches for {query!r}:\n" + "\n".join(f"- {a.title} ({a.journal}, {a.published_date:%Y})" for a in found)
+        return gettext("No articles match %(query)s.") % {"query": repr(query)}  # in the user's language, as the tray shows it
+    head = ngettext("%(count)d top match for %(query)s:", "%(count)d top matches for %(query)s:", len(found)) % {"count": len(found), "query": repr(query)}
+    return head + "\n" + "\n".join(f"- {a.title} ({a.journal}, {a.published_date:%Y})" for a in found)
 
 
 def edit_context(context: dict[str, Any], user: User) -> str:

@@ -6,11 +6,11 @@ from typing import Any, Literal
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils.translation import gettext, gettext_lazy, ngettext
+from django.utils.translation import gettext, gettext_lazy, gettext_noop, ngettext
 from pydantic import BaseModel, Field
 
 from pages.demo.common import REFINEMENTS, THERAPEUTIC_AREAS
-from pages.demo.models import Channel, Report, ResearchStream
+from pages.demo.models import Channel, Report, ReportFrequency, ResearchStream
 from pages.demo.report_run import TEST_REPORT_ACTION, report_test_button
 from pages.registry import PageSpec, ServerAction, ServerActionResult, register_page
 from payloads.registry import registry as payloads
@@ -44,15 +44,17 @@ payloads.register(PayloadSpec(
     ),
     schema=ResearchStreamForm,
     summarize=lambda d: gettext("Stream form: %(name)s (%(channels)s, %(frequency)s)") % {
-        "name": d.get("stream_name", "?"), "frequency": d.get("report_frequency", "?"),
+        "name": d.get("stream_name", "?"), "frequency": _frequency_shown(str(d.get("report_frequency", "?"))),
         "channels": ngettext("%(count)d channel", "%(count)d channels", len(d.get("channels") or [])) % {"count": len(d.get("channels") or [])}},
+    # its words are marked for the catalogs: the offline model writes the proposal in the user's language (keywords
+    # stay: they search the corpus)
     example={
-        "stream_name": "{Topic} Intelligence",
-        "purpose": "Monitor {topic}: new findings, trials and approvals",
+        "stream_name": gettext_noop("{Topic} Intelligence"),
+        "purpose": gettext_noop("Monitor {topic}: new findings, trials and approvals"),
         "report_frequency": "weekly",
         "channels": [
-            {"name": "{Topic} Studies", "type": "scientific", "keywords": ["{topic}"]},
-            {"name": "{Topic} Trials", "type": "clinical", "keywords": ["{topic}", "clinical trial"]},
+            {"name": gettext_noop("{Topic} Studies"), "type": "scientific", "keywords": ["{topic}"]},
+            {"name": gettext_noop("{Topic} Trials"), "type": "clinical", "keywords": ["{topic}", "clinical trial"]},
         ],
     },
 ))
@@ -84,17 +86,23 @@ def create_stream(data: dict[str, Any], user: User, context: dict[str, Any]) -> 
 
 def home_context(context: dict[str, Any], user: User) -> str:
     """The situation, then what the page shows as `Key: value` facts (the offline model answers "how many streams
-    do I have?" from them; a hosted model reads them the same way)."""
+    do I have?" from them; a hosted model reads them the same way). The keys stay English (models find the facts by
+    them; the offline model shows them translated), the values are in the user's language, as the page shows them."""
     streams = list(ResearchStream.objects.owned_by(user).order_by("-updated_at").values_list("name", "report_frequency")[:5])
     count = ResearchStream.objects.owned_by(user).count() if len(streams) == 5 else len(streams)
     reports = Report.objects.owned_by(user).count()
-    recent = "; ".join(f"{name} ({frequency})" for name, frequency in streams)
+    recent = "; ".join(f"{name} ({_frequency_shown(frequency)})" for name, frequency in streams)
     return "\n".join([
         f"The user is on the home page. They have {count} research stream(s) and {reports} report(s).",
-        "Page: Home",
-        f"Research streams: {count}" + (f" (the latest: {recent})" if recent else ""),
+        f"Page: {gettext('Home')}",
+        "Research streams: " + (gettext("%(count)s (the latest: %(streams)s)") % {"count": count, "streams": recent} if recent else str(count)),
         f"Reports: {reports}",
     ])
+
+
+def _frequency_shown(value: str) -> str:
+    """A report frequency as the page shows it, in a sentence ("biweekly", German "zweiwöchentlich")."""
+    return str(ReportFrequency(value).label).lower() if value in ReportFrequency.values else value
 
 
 register_page(PageSpec(

@@ -45,15 +45,20 @@ def _article_dict(a: Any, *, abstract: bool = False) -> dict[str, Any]:
 @tool(title=gettext_lazy("Search articles"))
 def search_articles(query: str, limit: int = 8, *, ctx: ToolContext) -> Generator[ToolProgress, None, ToolResult]:
     """Search the research article corpus by keywords and show the matching articles; cite what you use with its [[source:N]] marker."""
-    yield ToolProgress("searching", f"Searching the corpus for “{query}”…", 0.2)
+    # its words are in the user's language (the turn's): the tray shows the progress, a model reads the result
+    yield ToolProgress("searching", gettext("Searching the corpus for “%(query)s”…") % {"query": query}, 0.2)
     hits = source_search(ARTICLES, user=ctx.user, context=ctx.context, query=query, limit=max(1, min(limit, 20)))
     found = [h.obj for h in hits]
-    yield ToolProgress("ranking", f"Found {len(found)} articles, ranking…", 0.7, data={"count": len(found)})
+    count = len(found)
+    yield ToolProgress("ranking", ngettext("Found %(count)d article, ranking…", "Found %(count)d articles, ranking…", count) % {"count": count},
+                       0.7, data={"count": count})
     articles = [_article_dict(a) for a in found]
     cited = cite(ctx, hits)  # numbered for the answer's [[source:N]] markers and complete.payload.sources
     lines = (f"[[source:{c['n']}]] [{a['external_id']}] {a['title']} — {a['journal']} ({a['published'][:4]})" for c, a in zip(cited, articles))
-    text = f"Found {len(found)} articles for {query!r}:\n" + "\n".join(lines)
-    return ToolResult(text if found else f"No articles match {query!r}.", payload={"type": "search_results", "data": {"query": query, "articles": articles}},
+    text = ngettext("Found %(count)d article for %(query)s:", "Found %(count)d articles for %(query)s:", count) % {"count": count, "query": repr(query)}
+    text += "\n" + "\n".join(lines)
+    missing = gettext("No articles match %(query)s.") % {"query": repr(query)}
+    return ToolResult(text if found else missing, payload={"type": "search_results", "data": {"query": query, "articles": articles}},
                       sources=cited)
 
 
@@ -62,7 +67,7 @@ def get_article(article_id: str) -> ToolResult:
     """Get one article by its id (the number in brackets in search results) with its abstract, shown as an article card."""
     a = article_get(external_id=article_id.strip())
     if a is None:
-        return ToolResult(f"No article with id {article_id!r}.", is_error=True)
+        return ToolResult(gettext("No article with id %(id)s.") % {"id": repr(article_id)}, is_error=True)
     data = _article_dict(a, abstract=True)
     return ToolResult(f"{a.title}\n{a.journal}, {a.published_date:%Y}\n\n{a.abstract}", payload={"type": "pubmed_article", "data": data})
 

@@ -87,11 +87,12 @@ def home(request: HttpRequest) -> HttpResponse:
         chat_context={"stream_count": streams.count(), "report_count": reports.count()},
         recent_streams=streams.annotate(channel_count=Count("channels"))[:4],
         recent_reports=reports[:4],
+        # in the page's language, the words the chip sends too: the assistant answers in it (the offline model reads it)
         prompt_examples=[
-            ("Oncology", "Help me create a research stream about oncology research"),
-            ("Cardiology", "Help me create a research stream about cardiovascular research"),
-            ("Neurology", "Help me create a research stream about neuroscience research"),
-            ("Gene editing", "Help me create a research stream about CRISPR gene editing"),
+            (gettext("Oncology"), gettext("Help me create a research stream about oncology research")),
+            (gettext("Cardiology"), gettext("Help me create a research stream about cardiovascular research")),
+            (gettext("Neurology"), gettext("Help me create a research stream about neuroscience research")),
+            (gettext("Gene editing"), gettext("Help me create a research stream about CRISPR gene editing")),
         ],
     )
 

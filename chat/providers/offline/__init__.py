@@ -17,9 +17,10 @@ from django.utils.translation import gettext
 
 from chat.providers.base import MessageEnd, Provider, ProviderEvent, ProviderRequest, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
 from chat.providers.offline.intents import Intent, IntentRegistry, Reply, intent, intents
-from chat.providers.offline.reading import Reading, message_text
+from chat.providers.offline.languages import Glossary, glossary
+from chat.providers.offline.reading import LANGUAGE_CODE, Reading, message_text
 
-__all__ = ["MODEL_NAME", "Intent", "IntentRegistry", "OfflineProvider", "Reading", "Reply", "decide", "intent", "intents"]
+__all__ = ["MODEL_NAME", "Glossary", "Intent", "IntentRegistry", "OfflineProvider", "Reading", "Reply", "decide", "glossary", "intent", "intents"]
 MODEL_NAME = "pagechat-offline"  # what runs record as their model: never the configured CHAT_MODEL (it was not called)
 
 
@@ -100,9 +101,6 @@ def _continuation(request: ProviderRequest) -> Reply | None:
 
 def _estimate(request: ProviderRequest) -> int:
     return (len(request.system) + len(json.dumps(request.messages, default=str))) // 4
-
-
-LANGUAGE_CODE = re.compile(r"^The user's language is .*? \(`([A-Za-z0-9-]+)`\)", re.M)
 
 
 def reply_language(system: str) -> str | None:

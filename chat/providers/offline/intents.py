@@ -25,6 +25,7 @@ from chat.providers.offline.reading import (
     tokens,
     words,
 )
+from chat.registration import title_shown
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,42 @@ def in_sentence(title: str) -> str:
     return title[:1].lower() + title[1:]
 
 
+def speaks_english() -> bool:
+    """The turn's language is English (or none): descriptions, written for a model in English, may be quoted."""
+    language = translation.get_language()
+    return not language or language.split("-")[0] == "en"
+
+
+def shown_values(values: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chips a page's instructions give (`SUGGESTED_VALUES` in English, for a model) in the turn's language where the
+    catalogs translate them (the demo marks its chips' labels and values): the label, and the words the chip sends,
+    which this model then reads through its glossary as it reads a typed message."""
+    return [{**v, **{k: _(v[k]) for k in ("label", "value") if isinstance(v.get(k), str) and v[k]}} for v in values]
+
+
+def choice_label(value: str) -> str:
+    """An enumerated value as people read it ("weekly" -> "Weekly", German "Wöchentlich"): its capitalised form
+    through the catalogs (a page's model choices translate it), the value itself where none does."""
+    return _(value[:1].upper() + value[1:]) if value else value
+
+
+def choice_said(allowed: list[str], text: str) -> str | None:
+    """The enumerated value `text` names, by its value or its label in the turn's language, the longest first
+    ("biweekly" is not "weekly"); None when it names none."""
+    low = text.casefold()
+    for value in sorted(allowed, key=len, reverse=True):
+        if re.search(rf"(?<!\w){re.escape(value.casefold())}(?!\w)", low) or re.search(
+                rf"(?<!\w){re.escape(choice_label(value).casefold())}(?!\w)", low):
+            return value
+    return None
+
+
+def field_words(key: str) -> str:
+    """A payload field inside a sentence ("report frequency", German "Berichtshäufigkeit"): its derived title in the
+    turn's language (the catalogs may translate it)."""
+    return in_sentence(title_shown("", key) or label(key))
+
+
 def entity_topic(reading: Reading) -> str:
     """The subject of what is on screen: the page's first topic or keyword, else its entity's name."""
     for key, value in reading.facts:
@@ -168,6 +205,22 @@ def name_field(data: Any) -> str | None:
     return None
 
 
+def localized(offer: PayloadOffer) -> Any:
+    """The type's example with its texts in the turn's language where the catalogs translate them (a page marks its
+    example's words, "Monitor {topic}: new findings"), as a model writes a proposal in the user's language; the
+    values of an enumerated property ("weekly") stay the values."""
+    def walk(node: Any, key: str | None) -> Any:
+        if isinstance(node, dict):
+            return {k: walk(v, str(k)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v, key) for v in node]
+        if isinstance(node, str) and node and not (key and offer.enum(key)):
+            return _(node)
+        return node
+
+    return walk(offer.example, None)
+
+
 def fill(example: Any, topic: str) -> Any:
     """The example payload with `{topic}` / `{Topic}` placeholders filled with the subject."""
     raw = json.dumps(example, ensure_ascii=False)
@@ -192,13 +245,14 @@ def proposal(reading: Reading, offer: PayloadOffer, data: Any, lead: str) -> Rep
     if any(a.name == "cancel" for a in reading.actions):
         actions.append({"label": _("Cancel"), "action": "cancel", "handler": "client", "style": "secondary"})
     return Reply(join(lead, f"{offer.marker} {json.dumps(data, ensure_ascii=False)}",
-                      values_line(offer.values_after("with the form")), actions_line(actions)))
+                      values_line(shown_values(offer.values_after("with the form"))), actions_line(actions)))
 
 
 def _action_label(name: str, offer: PayloadOffer) -> str:
-    if name.startswith("create_"):
-        return _("Accept & %(action)s") % {"action": label(name).capitalize()}
-    return label(name).capitalize()
+    # the action's name as people read it, through the catalogs (the demo translates "Create stream")
+    if name.startswith("create_"):  # inside the sentence: "Accepter et créer le flux" (English keeps "Accept & Create stream")
+        return _("Accept & %(action)s") % {"action": title_shown("", name) if speaks_english() else in_sentence(title_shown("", name))}
+    return title_shown("", name)
 
 
 def _type_named(reading: Reading, offer: PayloadOffer) -> int:
@@ -346,11 +400,11 @@ def _pending_field(r: Reading) -> str | None:
     last = r.last_payload()
     if not prev or last is None or not isinstance(last[1], dict):
         return None
-    if _said(ASK_NAME, prev, thing=r"[\w ]+") or _said(TYPE_NAME, prev, thing=r"[\w ]+"):
+    if _said(ASK_NAME, prev, thing=r"[\w' -]+") or _said(TYPE_NAME, prev, thing=r"[\w' -]+"):
         return name_field(last[1])
-    m = _said(ASK_VALUE, prev, field=r"[\w ]+")
-    if m and m.group("field").replace(" ", "_") in last[1]:
-        return m.group("field").replace(" ", "_")
+    for key in last[1]:  # the field named in English or in the turn's language
+        if _said(ASK_VALUE, prev, field="|".join(re.escape(w) for w in dict.fromkeys([label(key), field_words(key)]))):
+            return str(key)
     return None
 
 
@@ -368,13 +422,13 @@ def field_answer(r: Reading) -> Reply:
     assert field_key is not None and last is not None
     offer, data = last
     data = copy.deepcopy(data)
-    value = r.user_text.strip().strip("\"'“”").strip()[:200]
+    value = r.written_text.strip().strip("\"'“”").strip()[:200]  # a name as the user wrote it
     allowed = offer.enum(field_key)
     if allowed:
-        value = next((a for a in allowed if a.lower() in value.lower()), allowed[0])
+        value = choice_said(allowed, r.user_text) or choice_said(allowed, r.written_text) or allowed[0]
     data[field_key] = value
     return proposal(r, offer, data, _("Done: the %(field)s is now **%(value)s**. Review the updated %(type)s below.")
-                    % {"field": label(field_key), "value": value, "type": in_sentence(offer.shown)})
+                    % {"field": field_words(field_key), "value": choice_label(value) if allowed else value, "type": in_sentence(offer.shown)})
 
 
 @intent("type_it", lambda r: 88 if _pending_field(r) and re.search(r"\btype (it|the \w+)\b", r.user_text, re.I) else 0)
@@ -383,11 +437,12 @@ def type_it(r: Reading) -> Reply:
     field_key = _pending_field(r) or "name"
     if name_field((r.last_payload() or (None, {}))[1]) == field_key:
         return Reply(_("Sure.") + " " + _(TYPE_NAME) % {"thing": _thing(field_key)})
-    return Reply(_("Sure.") + " " + _(ASK_VALUE) % {"field": label(field_key)} + " " + _("Type it and send it."))
+    return Reply(_("Sure.") + " " + _(ASK_VALUE) % {"field": field_words(field_key)} + " " + _("Type it and send it."))
 
 
 def _thing(field_key: str) -> str:
-    return label(field_key.removesuffix("_name").removesuffix("name")).strip() or "item"
+    """What a name field names, in a sentence of the turn's language ("stream_name" -> "stream", German "Strom")."""
+    return field_words(field_key.removesuffix("_name").removesuffix("name").strip("_") or "item")
 
 
 def _field_named(r: Reading, data: Any) -> str | None:
@@ -402,6 +457,11 @@ def _field_named(r: Reading, data: Any) -> str | None:
         if parts & said - {"stream", "report", "research"} and not isinstance(data[key], list):
             return key
     return None
+
+
+# names it suggests for a proposal, in the turn's language
+NAME_IDEAS = (gettext_noop("%(topic)s Research Monitor"), gettext_noop("%(topic)s Intelligence"), gettext_noop("%(topic)s Watch"),
+              gettext_noop("%(topic)s Insights"))
 
 
 def _match_refine(r: Reading) -> float:
@@ -421,18 +481,17 @@ def refine_field(r: Reading) -> Reply:
     assert key is not None
     if key == name_field(data):
         topic = titled(payload_topic(data) or entity_topic(r) or "Research")
-        ideas = [n for n in (f"{topic} Research Monitor", f"{topic} Intelligence", f"{topic} Watch", f"{topic} Insights")
-                 if n.lower() != str(data.get(key, "")).lower()][:2]
+        ideas = [n for n in (_(idea) % {"topic": topic} for idea in NAME_IDEAS) if n.lower() != str(data.get(key, "")).lower()][:2]
         values = [{"label": n, "value": n} for n in ideas] + [{"label": _("Let me type it"), "value": "I'll type the name"}]
         return Reply(join(_(ASK_NAME) % {"thing": _thing(key)}, values_line(values)))
     allowed = offer.enum(key)
     current = str(data.get(key, ""))
-    if allowed:
-        values = [{"label": a.capitalize(), "value": a} for a in allowed if a != current]
+    if allowed:  # the values as the catalogs name them (the demo's choices: "Wöchentlich"); the chip sends the value
+        values = [{"label": choice_label(a), "value": a} for a in allowed if a != current]
     else:
         values = [{"label": _("Let me type it"), "value": f"I'll type the {label(key)}"}]
-    now = " " + _("(now %(value)s)") % {"value": current} if current else ""
-    return Reply(join(_(ASK_VALUE) % {"field": label(key)} + now, values_line(values)))
+    now = " " + _("(now %(value)s)") % {"value": choice_label(current).lower() if allowed else current} if current else ""
+    return Reply(join(_(ASK_VALUE) % {"field": field_words(key)} + now, values_line(values)))
 
 
 def _list_named(r: Reading, data: Any) -> str | None:
@@ -474,7 +533,7 @@ def extend_list(r: Reading) -> Reply:
                 item[k] = fresh[0]
                 kind = fresh[0]
                 if "name" in item:
-                    item["name"] = f"{titled(topic)} {kind.capitalize()}"
+                    item["name"] = f"{titled(topic)} {choice_label(kind)}"
                 for lk, lv in item.items():
                     if isinstance(lv, list) and all(isinstance(x, str) for x in lv):
                         item[lk] = [topic, kind]
@@ -483,13 +542,13 @@ def extend_list(r: Reading) -> Reply:
                 continue
             break
     if not added:
-        return Reply(join(_("The %(list)s already cover every kind I know. Tell me what to add and I'll put it in.") % {"list": label(key)},
-                          values_line(offer.values_after("with the form"))))
+        return Reply(join(_("The %(list)s already cover every kind I know. Tell me what to add and I'll put it in.") % {"list": field_words(key)},
+                          values_line(shown_values(offer.values_after("with the form")))))
     items.extend(added)
     names = ", ".join(f"**{i.get('name', '?')}**" if isinstance(i, dict) else str(i) for i in added)
     return proposal(r, offer, data, ngettext("Added %(count)d %(list)s: %(names)s. Review the updated %(type)s below.",
                                              "Added %(count)d %(list)s: %(names)s. Review the updated %(type)s below.", len(added))
-                    % {"count": len(added), "list": label(key), "names": names, "type": in_sentence(offer.shown)})
+                    % {"count": len(added), "list": field_words(key), "names": names, "type": in_sentence(offer.shown)})
 
 
 def _action_offer(r: Reading) -> tuple[Any, dict[str, Any]] | None:
@@ -517,7 +576,7 @@ def offer_action(r: Reading) -> Reply:
     found = _action_offer(r)
     assert found is not None
     a, data = found
-    button = {"label": label(a.name).capitalize(), "action": a.name, "handler": "server", "data": data, "style": "warning"}
+    button = {"label": title_shown("", a.name), "action": a.name, "handler": "server", "data": data, "style": "warning"}
     cancel = {"label": _("Cancel"), "action": "close", "handler": "client", "style": "secondary"}
     return Reply(join(_("I can do that here: %(action)s. Use the button below when you are sure.") % {"action": _lower_first(a.description)},
                       actions_line([button, cancel])))
@@ -542,7 +601,7 @@ def area_answer(r: Reading) -> Reply:
     offer = _asked_offer(r)
     assert offer is not None
     topic = " ".join(subject_words(r.user_text, exclude=offer.own_words())) or r.user_text
-    return proposal(r, offer, fill(offer.example, topic[:60]),
+    return proposal(r, offer, fill(localized(offer), topic[:60]),
                     _("Here is a %(type)s for **%(topic)s**. Review it below and tell me what to change.")
                     % {"type": in_sentence(offer.shown), "topic": topic[:60]})
 
@@ -571,13 +630,14 @@ def propose(r: Reading) -> Reply:
     if needs_topic and not topic:
         asks = offer.values_after("ask")
         if asks:
-            return Reply(join(_("I'll prepare a **%(type)s** for you.") % {"type": in_sentence(offer.shown)} + " " + _(AREA_QUESTION), values_line(asks)))
+            lead = _("I'll prepare a **%(type)s** for you.") % {"type": in_sentence(offer.shown)} + " " + _(AREA_QUESTION)
+            return Reply(join(lead, values_line(shown_values(asks))))
         return Reply(_("I'll prepare a **%(type)s** for you.") % {"type": in_sentence(offer.shown)} + " " + _(AREA_QUESTION) + " " + _("Tell me the subject."))
     if subject:
         lead = _("Proposed %(type)s for **%(topic)s**. Review it below; accept it to apply it.")
     else:
         lead = _("Proposed %(type)s for **%(topic)s** from what is on this page. Review it below; accept it to apply it.")
-    return proposal(r, offer, fill(offer.example, topic or "general"), lead % {"type": in_sentence(offer.shown), "topic": topic or _("general")})
+    return proposal(r, offer, fill(localized(offer), topic or "general"), lead % {"type": in_sentence(offer.shown), "topic": topic or _("general")})
 
 
 def _match_clarify(r: Reading) -> float:
@@ -674,7 +734,7 @@ def tool_input_build(r: Reading, tool: dict[str, Any]) -> tuple[dict[str, Any], 
     for name, prop in props.items():
         kind = prop.get("type") or next((t.get("type") for t in prop.get("anyOf", []) if t.get("type") != "null"), "string")
         if "enum" in prop:
-            out[name] = next((v for v in prop["enum"] if str(v).lower() in r.user_text.lower()), prop["enum"][0])
+            out[name] = choice_said([str(v) for v in prop["enum"]], r.user_text) or prop["enum"][0]
         elif kind == "string":
             if name == "expression":
                 m = re.search(r"[-+*/%().\d\s^]{3,}", r.user_text)
@@ -737,9 +797,9 @@ def answer_from_page(r: Reading) -> Reply:
     if sum(1 for k, _ in r.facts if k == first_key) > 1:
         # a list page ("Stream: A", its facts, "Stream: B", ...): no first entity; the facts asked about, of each entry
         keys = {k for k, _ in r.facts if _asks_fact(r, k)} or {first_key}
-        text = "\n".join([f"- **{k}:** {v[:400]}" for k, v in r.facts if k in keys][:24])
+        text = "\n".join([f"- **{_(k)}:** {v[:400]}" for k, v in r.facts if k in keys][:24])
     elif asked:
-        lines += [f"- **{k}:** {v}" for k, v in asked[:6]]
+        lines += [f"- **{_(k)}:** {v}" for k, v in asked[:6]]
         head = r.facts[0][1] if r.facts else ""
         text = (_("On **%(subject)s**:") % {"subject": head} + "\n" if head else "") + "\n".join(lines)
     elif r.facts:
@@ -748,7 +808,7 @@ def answer_from_page(r: Reading) -> Reply:
         text = f"**{v0}**" + (f": {lead}" if lead else "")
         shown = [(k, v) for k, v in rest if v != lead][:5]
         if shown:
-            text += "\n\n" + "\n".join(f"- **{k}:** {v[:400]}" for k, v in shown)
+            text += "\n\n" + "\n".join(f"- **{_(k)}:** {v[:400]}" for k, v in shown)
     else:
         text = r.situation
     where = _where(r)
@@ -816,8 +876,12 @@ def thanks(r: Reading) -> Reply:
 def _abilities_sentence(r: Reading) -> str:
     """"I'm the offline model on the X page: ... Here I can a; b; c." (the page's tools, payloads and facts)."""
     # plain sentences (no list or code markup): the reply reads the same while it streams and once rendered
-    can = [_lower_first(_gist(t.get("description") or r.tool_title(t["name"]))) for t in r.tools if t["name"] != "get_payload"]
-    can += [_("prepare %(thing)s") % {"thing": o.description or in_sentence(o.shown)} for o in r.payloads]
+    if speaks_english():
+        can = [_lower_first(_gist(t.get("description") or r.tool_title(t["name"]))) for t in r.tools if t["name"] != "get_payload"]
+        can += [_("prepare %(thing)s") % {"thing": o.description or in_sentence(o.shown)} for o in r.payloads]
+    else:  # descriptions are for a model, in English: the user's language names tools and payload types by their titles
+        can = [_("use “%(tool)s”") % {"tool": r.tool_title(t["name"])} for t in r.tools if t["name"] != "get_payload"]
+        can += [_("prepare %(thing)s") % {"thing": in_sentence(o.shown)} for o in r.payloads]
     can.append(_("answer questions about what is on screen") if r.facts else _("answer questions about this page"))
     if r.page_title:
         intro = _("I'm the offline model on the **%(page)s** page: I read what is on the page. Here I can %(abilities)s.")

@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from chat.providers.base import ProviderRequest
+from chat.providers.offline.languages import glossary
 from chat.registration import title_shown
 
 # Words that carry no subject: grammar, politeness, and the vocabulary of asking ("can you propose ...").
@@ -38,7 +39,8 @@ CHANGE_WORDS = frozenset(
     evaluate""".split()
 )
 QUESTION_WORDS = frozenset("what which who why how when where is are does do did can could explain summarize summarise describe".split())
-WORD = re.compile(r"[A-Za-z][A-Za-z0-9'_-]*")
+# a word: a letter, then letters, digits, apostrophes, hyphens (any script: "Ströme", "artículos" are words)
+WORD = re.compile(r"[^\W\d_][\w'-]*")
 
 
 def tokens(text: str) -> list[str]:
@@ -345,14 +347,26 @@ class Reading:
         return m.group(1).strip() if m else (title_shown("", self.page) if self.page else "")
 
     @cached_property
-    def user_text(self) -> str:
-        """The user's last typed (or clicked) message."""
+    def language(self) -> str:
+        """The user's language as the prompt's LANGUAGE section names it ("de"), else ""."""
+        m = LANGUAGE_CODE.search(self.request.system)
+        return m.group(1).split("-")[0].lower() if m else ""
+
+    @cached_property
+    def written_text(self) -> str:
+        """The user's last typed (or clicked) message, as they wrote it."""
         for msg in reversed(self.request.messages):
             if msg.get("role") == "user":
                 text = message_text(msg)
                 if text.strip():
                     return text.strip()
         return ""
+
+    @cached_property
+    def user_text(self) -> str:
+        """The user's last message as this model reads it: in another language (the prompt's LANGUAGE section), the
+        words its glossary knows in English, the rest (the subject, a name) as written (chat/providers/offline/languages.py)."""
+        return glossary.gloss(self.written_text, self.language)
 
     @cached_property
     def attachments(self) -> list[tuple[str, str]]:
@@ -425,6 +439,8 @@ DATA_OPEN = re.compile(r'^<data source="[^"]*">$')
 DATA_CLOSE = "</data>"
 # a tool's line under CAPABILITIES' `## Tools` with its title (chat.prompt)
 TOOL_LINE = re.compile(r'^- (\S+) \(title: "([^"]*)"\):', re.M)
+# the prompt's LANGUAGE section (chat.prompt): "The user's language is German (`de`)."
+LANGUAGE_CODE = re.compile(r"^The user's language is .*? \(`([A-Za-z0-9-]+)`\)", re.M)
 # the prompt's request context line: inside its data block (chat.prompt), or plain (older prompts)
 REQUEST_CONTEXT = re.compile(r'^Request context:(?: |\n<data source="request_context">\n)(.*)$', re.M)
 _DATA_BLOCK = re.compile(r'\A<data source="[^"]*">\n(.*)\n</data>\Z', re.S)

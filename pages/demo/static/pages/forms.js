@@ -3,6 +3,19 @@
  * build small payload cards with DOM APIs (payload data is model output: textContent only).
  */
 import { h } from "/static/chat/dom.js";
+import { gettext } from "/static/chat/i18n.js";
+
+/**
+ * A choice of the demo's models as people read it in the page's language (a report frequency, a channel type):
+ * "weekly" -> "Weekly" ("Wöchentlich" in German); the payload keeps the value. Unknown values are shown as they are.
+ */
+export function choiceLabel(value) {
+  const labels = {
+    daily: gettext("Daily"), weekly: gettext("Weekly"), biweekly: gettext("Biweekly"), monthly: gettext("Monthly"),
+    scientific: gettext("Scientific"), clinical: gettext("Clinical"), regulatory: gettext("Regulatory"), news: gettext("News"),
+  };
+  return Object.hasOwn(labels, value) ? labels[value] : value;
+}
 
 /** Set a field's value (a list becomes one item per line), mark it filled; false when the field is not on this page. */
 export function fill(id, value) {

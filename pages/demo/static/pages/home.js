@@ -1,6 +1,6 @@
 /** Home page: preview the proposed research stream, and let the page's prompt chips ask the tray. */
 import { registerPageHandlers, onTrayReady } from "/static/chat/registry.js";
-import { card, refreshMain } from "/static/pages/forms.js";
+import { card, choiceLabel, refreshMain } from "/static/pages/forms.js";
 import { gettext } from "/static/chat/i18n.js";
 
 registerPageHandlers({
@@ -9,11 +9,11 @@ registerPageHandlers({
       title: gettext("Research stream preview"),
       width: "460px",
       render(data) {
-        const channels = (data.channels || []).map((c) => `${c.name} (${c.type}): ${(c.keywords || []).join(", ")}`);
+        const channels = (data.channels || []).map((c) => `${c.name} (${choiceLabel(c.type)}): ${(c.keywords || []).join(", ")}`);
         return card([
           [gettext("Name"), data.stream_name],
           [gettext("Purpose"), data.purpose],
-          [gettext("Reports"), data.report_frequency],
+          [gettext("Reports"), choiceLabel(data.report_frequency)],
           [gettext("Channels"), channels],
         ]);
       },

@@ -1,13 +1,13 @@
 /** New stream form: Accept fills the form from a template or adds suggested topics. */
 import { registerPageHandlers } from "/static/chat/registry.js";
-import { addLines, card, fill, notice } from "/static/pages/forms.js";
+import { addLines, card, choiceLabel, fill, notice } from "/static/pages/forms.js";
 import { gettext } from "/static/chat/i18n.js";
 
 registerPageHandlers({
   payloadHandlers: {
     stream_template: {
       title: gettext("Stream template"),
-      render: (data) => card([[gettext("Name"), data.stream_name], [gettext("Purpose"), data.purpose], [gettext("Reports"), data.report_frequency], [gettext("Topics"), data.topics]]),
+      render: (data) => card([[gettext("Name"), data.stream_name], [gettext("Purpose"), data.purpose], [gettext("Reports"), choiceLabel(data.report_frequency)], [gettext("Topics"), data.topics]]),
       onAccept(data) {
         fill("field-stream-name", data.stream_name);
         fill("field-purpose", data.purpose);
