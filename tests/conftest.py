@@ -216,7 +216,10 @@ def corpus(db: Any) -> int:
     """The shipped article corpus (transactional tests flush what the data migration loaded)."""
     from pages.demo.data import load_articles
     from pages.demo.models import Article
+    from pages.demo.sources import ARTICLES
+    from tools.sources.index import source_rebuild
 
     if not Article.objects.exists():
-        load_articles(Article)
+        load_articles(Article)  # in bulk: no signal indexes them
+        source_rebuild(ARTICLES)  # the flush emptied the table, not the search index (it kept the flushed rows)
     return Article.objects.count()
