@@ -387,10 +387,10 @@ def troubleshoot(r: Reading) -> Reply:
     lines += [f"{i}. {text}" for i, text in enumerate(advice, 1)]
     if err.context not in ("", "{}", "(none)"):
         lines += ["", _("Details the page sent: `%(details)s`") % {"details": err.context[:300]}]
-    # chip labels in the user's language; their values are what the user then says, in the words this model reads
+    # chips in the user's language, the words they send too (the page's error keeps the next turn on it, whatever they say)
     return Reply(join("\n".join(lines), values_line([
-        {"label": _("Explain the error"), "value": "what does this error mean?"},
-        {"label": _("How do I fix it?"), "value": "how do I fix this error?"},
+        {"label": _("Explain the error"), "value": _("What does this error mean?")},
+        {"label": _("How do I fix it?"), "value": _("How do I fix this error?")},
     ])))
 
 
@@ -440,6 +440,11 @@ def type_it(r: Reading) -> Reply:
     return Reply(_("Sure.") + " " + _(ASK_VALUE) % {"field": field_words(field_key)} + " " + _("Type it and send it."))
 
 
+def _type_it(english: str) -> str:
+    """What the "Let me type it" chip sends: `english`, or in another language its words for it (read back as "type it")."""
+    return english if speaks_english() else _("I'll type it myself")
+
+
 def _thing(field_key: str) -> str:
     """What a name field names, in a sentence of the turn's language ("stream_name" -> "stream", German "Strom")."""
     return field_words(field_key.removesuffix("_name").removesuffix("name").strip("_") or "item")
@@ -482,14 +487,14 @@ def refine_field(r: Reading) -> Reply:
     if key == name_field(data):
         topic = titled(payload_topic(data) or entity_topic(r) or "Research")
         ideas = [n for n in (_(idea) % {"topic": topic} for idea in NAME_IDEAS) if n.lower() != str(data.get(key, "")).lower()][:2]
-        values = [{"label": n, "value": n} for n in ideas] + [{"label": _("Let me type it"), "value": "I'll type the name"}]
+        values = [{"label": n, "value": n} for n in ideas] + [{"label": _("Let me type it"), "value": _type_it("I'll type the name")}]
         return Reply(join(_(ASK_NAME) % {"thing": _thing(key)}, values_line(values)))
     allowed = offer.enum(key)
     current = str(data.get(key, ""))
     if allowed:  # the values as the catalogs name them (the demo's choices: "Wöchentlich"); the chip sends the value
         values = [{"label": choice_label(a), "value": a} for a in allowed if a != current]
     else:
-        values = [{"label": _("Let me type it"), "value": f"I'll type the {label(key)}"}]
+        values = [{"label": _("Let me type it"), "value": _type_it(f"I'll type the {label(key)}")}]
     now = " " + _("(now %(value)s)") % {"value": choice_label(current).lower() if allowed else current} if current else ""
     return Reply(join(_(ASK_VALUE) % {"field": field_words(key)} + now, values_line(values)))
 
@@ -896,7 +901,7 @@ def _ability_values(r: Reading) -> list[dict[str, Any]]:
               for t in r.tools if t["name"] != "get_payload"][:2]
     values += [{"label": _("Suggest %(type)s") % {"type": in_sentence(o.shown)}, "value": f"propose {label(o.type)}"} for o in r.payloads][:2]
     if r.facts:
-        values.append({"label": _("What is this?"), "value": "What is this about?"})
+        values.append({"label": _("What is this?"), "value": _("What is this about?")})
     return values[:4]
 
 

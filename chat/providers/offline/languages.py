@@ -127,6 +127,7 @@ glossary.add("de", {
     "schreib": "write", "übersetze": "translate", "übersetzen": "translate", "mehr": "more", "weitere": "more",
     "andere": "different", "anderen": "different", "anderer": "different", "anderes": "different", "ein anderer": "a different",
     "eine andere": "a different", "einen anderen": "a different", "tippe": "type", "tippen": "type", "ich tippe": "I'll type",
+    "ihn": "it", "selbst": "myself", "selber": "myself",
     # acting
     "suche": "search", "suchen": "search", "such": "search", "finde": "find", "finden": "find", "zeige": "show",
     "zeig": "show", "zeigen": "show", "berechne": "calculate", "berechnen": "calculate", "rechne": "calculate",

@@ -2,12 +2,15 @@
 leaves the user's subject as written, and is used only for the language the prompt names (docs/offline-model.md)."""
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from django.utils import translation
 
 from chat.prompt import PromptInput, system_prompt_build
 from chat.providers.base import ProviderRequest
-from chat.providers.offline import Glossary, Reading, glossary
+from chat.providers.offline import Glossary, Reading, decide, glossary
 from chat.providers.offline.intents import choice_label, choice_said
 
 
@@ -67,3 +70,17 @@ def test_an_enumerated_value_is_named_by_its_value_or_its_label_the_longest_firs
     with translation.override("de"):
         assert choice_label("biweekly") == "Zweiwöchentlich"
         assert choice_said(allowed, "zweiwöchentlich bitte") == "biweekly" and choice_said(allowed, "wöchentlich") == "weekly"
+
+
+def test_the_troubleshooting_chips_send_words_of_the_users_language_and_stay_on_the_error() -> None:
+    error = {"message": "Permission denied for stream 12", "code": "forbidden"}
+    system = system_prompt_build(PromptInput(language="de", context_text="The user is on the home page.", request_context={"current_page": "home", "error": error}))
+    first = decide(ProviderRequest(system=system, messages=[{"role": "user", "content": "Warum ging das schief?"}], tools=[], model="m", max_tokens=200))
+    assert first.intent == "troubleshoot"
+    m = re.search(r"^SUGGESTED_VALUES: (.*)$", first.text, re.M)
+    assert m
+    chips = json.loads(m.group(1))
+    assert [c["value"] for c in chips] == ["Was bedeutet dieser Fehler?", "Wie behebe ich diesen Fehler?"]
+    for chip in chips:
+        again = decide(ProviderRequest(system=system, messages=[{"role": "user", "content": chip["value"]}], tools=[], model="m", max_tokens=200))
+        assert again.intent == "troubleshoot"

@@ -106,6 +106,11 @@ async def test_the_demos_main_requests_are_understood_and_answered_in_the_users_
     ws, _ = await ws_connect(user)
     english, english_events, english_intent = await turn(ws, texts["en"], page, "en")
     done, events, intent = await turn(ws, texts[lang], page, lang)
+    if request_name == "abilities":  # its last chip ("What is this?") sends words of the language, understood as the English
+        english_chip, _e, english_chip_intent = await turn(ws, english["suggested_values"][-1]["value"], page, "en", interaction_type="value_selected")
+        chip, _e, chip_intent = await turn(ws, done["suggested_values"][-1]["value"], page, lang, interaction_type="value_selected")
+        assert chip_intent == english_chip_intent == "answer_from_page" and done["suggested_values"][-1]["value"] != english["suggested_values"][-1]["value"]
+        assert_in_language(chip["message"], page, lang)
     await ws.close()
 
     # understood as the English request is: the same intent, the same tool with the same input
@@ -153,8 +158,8 @@ async def test_the_create_a_stream_conversation_runs_on_its_chips_in_the_users_l
     settings.CHAT_RATE_LIMIT_PER_MINUTE = 1000
     ws, _ = await ws_connect(user)
 
-    async def conversation(language: str, refinement: int | None) -> list[tuple[str, dict[str, Any]]]:
-        """(intent, complete payload) of: the button, its first area chip, then refinement chip `refinement`."""
+    async def conversation(language: str, chips: tuple[int, ...]) -> list[tuple[str, dict[str, Any]]]:
+        """(intent, complete payload) of: the button, its first area chip, then the chips at `chips` of each answer."""
         with translation.override(language):
             ask = gettext("Help me create a research stream")
         done, _e, intent = await turn(ws, ask, "home", language)
@@ -163,21 +168,23 @@ async def test_the_create_a_stream_conversation_runs_on_its_chips_in_the_users_l
         area = done["suggested_values"][0]
         done, _e, intent = await turn(ws, area["value"], "home", language, conversation_id=conv, interaction_type="value_selected")
         said.append((intent, done))
-        if refinement is not None:
-            chip = done["suggested_values"][refinement]
+        for index in chips:
+            chip = done["suggested_values"][index]
             done, _e, intent = await turn(ws, chip["value"], "home", language, conversation_id=conv, interaction_type="value_selected")
             said.append((intent, done))
         return said
 
-    for refinement in (None, 0, 1, 2):
-        english = await conversation("en", refinement)
-        translated = await conversation(lang, refinement)
-        assert [i for i, _d in translated] == [i for i, _d in english], (refinement, [i for i, _d in translated])
+    # each refinement chip; "Change name", then its "Let me type it"
+    for chips in ((), (0,), (1,), (2,), (0, -1)):
+        english = await conversation("en", chips)
+        translated = await conversation(lang, chips)
+        assert [i for i, _d in translated] == [i for i, _d in english], (chips, [i for i, _d in translated])
         for _intent, done in translated:
             assert_in_language(done["message"], "home", lang)
             for chip in [*done["suggested_values"], *done["suggested_actions"]]:
                 assert_in_language(chip["label"], "home", lang)
                 assert not (chip.get("value") and chip["value"] in {v["value"] for v in REFINEMENTS}), chip  # sends its words in `lang`
+    assert [i for i, _d in translated] == ["propose", "area_answer", "refine_field", "type_it"]
     with translation.override(lang):
         assert [v["label"] for v in translated[0][1]["suggested_values"]] == [gettext(v) for v in ("Oncology", "Cardiology", "Neurology", "Immunology")]
         assert translated[1][1]["custom_payload"]["data"]["stream_name"] == gettext("{Topic} Intelligence").replace("{Topic}", gettext("oncology research").title())
