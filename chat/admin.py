@@ -160,7 +160,7 @@ class ConversationAdmin(admin.ModelAdmin):
     list_select_related = ["owner"]
     # is_eval: the conversations evals ran (chat.evals), apart from people's
     list_filter = ["page", "is_eval", "updated_at", ("owner", admin.RelatedOnlyFieldListFilter)]
-    actions = ["export_owners_conversations", "delete_owners_conversations"]
+    actions = ["export_owners_conversations", "delete_owners_conversations"]  # chat.admin_evals adds its own
 
     # A data-access or erasure request names a person: these actions take every conversation of the owners of the
     # selected ones (filter by owner, select one, run the action), not only the selected rows.

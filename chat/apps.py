@@ -15,6 +15,10 @@ class ChatConfig(AppConfig):
         from chat import checks, signals, tracing  # noqa: F401  (registers the settings checks and the logout signal)
 
         tracing.configure()  # OTLP export + Django/database spans, only with OTEL_EXPORTER_OTLP_ENDPOINT
+        from django.apps import apps
+
+        if apps.is_installed("django.contrib.admin"):
+            from chat import admin_evals  # noqa: F401  (the eval sets' admin: chat.admin may not import chat.evals)
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
             from chat.metrics import mark_process_dead
 
