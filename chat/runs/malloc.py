@@ -12,6 +12,7 @@ first), at most every TRIM_INTERVAL, never per event. A no-op off glibc (musl, m
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import ctypes
 import logging
 import os
@@ -70,7 +71,9 @@ class Trimmer:
         if self._timer is not None and self._timer_loop is loop and not loop.is_closed():
             return  # one is already due
         self._timer_loop = loop
-        self._timer = loop.call_later(max(TRIM_DELAY, self._last + TRIM_INTERVAL - time.monotonic()), self.trim)
+        # in a context of its own: the trim belongs to no run (its log line carries none of the caller's ids)
+        self._timer = loop.call_later(max(TRIM_DELAY, self._last + TRIM_INTERVAL - time.monotonic()), self.trim,
+                                      context=contextvars.Context())
 
     def trim(self) -> bool:
         """Return the C heap's free pages to the OS now; True if any were."""

@@ -52,6 +52,7 @@ from chat.languages import language_normalize
 from chat.models import Message, Run, ToolCall, action_stat_count
 from chat.providers.base import Provider, ProviderError
 from chat.runs import RunHandle
+from chat.runs.malloc import trimmer
 from chat.turns import persistence, titles
 from chat.turns.answer import AnswerParts, answer_parts_build
 from chat.turns.approvals import approval_words
@@ -472,6 +473,7 @@ class Turn:
             await self._title(text)
         if len(text) >= LONG_ANSWER:
             await RUNS.run(_connections_close)()
+            trimmer.released(len(text))  # their buffers were freed just now, after the run's own trim was scheduled
 
     async def _title(self, answer: str) -> None:
         """After the first turn, or an edit of its question (the answer already delivered; a call of the admitted turn):
