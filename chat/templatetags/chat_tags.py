@@ -24,7 +24,6 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.module_loading import import_string
-from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 
 from chat.attachments import ACCEPTED_TYPES
@@ -157,13 +156,10 @@ def tray_user(context: Context, page: str) -> Any:
     return user
 
 
-# Runs in <head>, before the first paint: the tray's state of this tab (store.js, STORAGE_KEY) says whether the tray will
-# open on this page; `data-chat-tray-open` on <html> then lets the page's CSS make room for it at once, instead of the
-# page painting full width and moving aside when the tray's module has run (view.js keeps the attribute in step).
-OPEN_STATE_SCRIPT = (
-    "try{if(JSON.parse(sessionStorage.getItem(\"chat-tray:v1\")||\"{}\").open===true)"
-    "document.documentElement.setAttribute(\"data-chat-tray-open\",\"\")}catch(e){}"
-)
+# Runs in <head>, before the first paint (a classic script there blocks until it has run): it sets
+# `data-chat-tray-open` on <html> when the tab's stored state (store.js, STORAGE_KEY) opens the tray on this page, so
+# the page's CSS makes room at once instead of painting full width and moving aside when the tray's module has run.
+OPEN_STATE_SCRIPT = "chat/tray-head.js"
 HEAD_MARK = "_pagechat_tray_head"  # on the request: the head tag has linked the style sheet already
 
 
@@ -179,8 +175,8 @@ def chat_tray_head(context: Context, page: str = "") -> str:
     if request is not None:
         setattr(request, HEAD_MARK, True)
     nonce = csp_nonce(context, request)
-    return format_html('<link rel="stylesheet" href="{}">\n<script{}>{}</script>', static("chat/tray.css"),
-                       format_html(' nonce="{}"', nonce) if nonce else "", mark_safe(OPEN_STATE_SCRIPT))  # a constant
+    return format_html('<link rel="stylesheet" href="{}">\n<script src="{}"{}></script>', static("chat/tray.css"),
+                       static(OPEN_STATE_SCRIPT), format_html(' nonce="{}"', nonce) if nonce else "")
 
 
 def csp_nonce(context: Context, request: Any) -> str:

@@ -53,6 +53,9 @@ document.addEventListener("pagechat:changed", (event) => {
       el.textContent = value;
       if (old && document.title.includes(old)) document.title = document.title.replace(old, value);
     }
+  } else if (kind === "deleted" && document.querySelector(`${selector}[data-entity-subject]`)) {
+    // this page was the record's own (its heading is marked the page's subject): it is gone, and the action that
+    // deleted it moves on to another page; fetching this one again would only answer 404
   } else {
     refreshSoon(); // created or deleted (counts and lists change), or updated without the new values
   }

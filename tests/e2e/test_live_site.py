@@ -690,7 +690,7 @@ def test_keyboard_offline_note_and_escape(open_page: Callable[..., Page], site_s
     expect(box).to_be_focused()
     expect(page.locator(".chat-badge--offline")).to_have_text("Offline model")  # named once, in the header
     expect(page.locator(".chat-offline-note")).to_have_count(0)
-    expect(page.locator(".chat-welcome")).to_contain_text("reports page")
+    expect(page.locator(".chat-welcome")).to_contain_text("Reports page")  # the page's title, not its name
     shot(page, "18_welcome_offline_note")
     page.keyboard.type("first line")
     page.keyboard.press("Shift+Enter")

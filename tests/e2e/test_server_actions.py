@@ -198,6 +198,6 @@ def test_new_payload_cards_render_with_their_icons(open_page: Callable[..., Page
     links = panel(page).locator("a.chat-article__title")
     expect(links.first).to_be_visible()
     assert all(re.fullmatch(r"/articles/\d+/", links.nth(i).get_attribute("href") or "") for i in range(links.count()))
-    expect(final_messages(page).last.locator(".chat-tool-card")).to_contain_text("web_search")
+    expect(final_messages(page).last.locator(".chat-tool-card")).to_contain_text("Web search")  # its title, never its name
     shot(page, "actions_web_search")
     assert_clean(page)

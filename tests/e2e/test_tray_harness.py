@@ -135,9 +135,13 @@ def test_template_tag_renders_config_and_assets(rf: Any, settings: Any) -> None:
 
 
 def test_welcome_offline_note_focus_and_escape(page: Page, server: FakeProtocolServer) -> None:
-    open_tray(page, server, "offline=1")
+    server.extra_config["page_title"] = "Reports"  # as the chat_tray tag names the page
+    try:
+        open_tray(page, server, "offline=1")
+    finally:
+        server.extra_config.pop("page_title")
     expect(page.get_by_label("Message")).to_be_focused()
-    expect(page.locator(".chat-welcome")).to_contain_text("reports page")
+    expect(page.locator(".chat-welcome")).to_contain_text("Reports page")
     badge = page.locator(".chat-badge--offline")  # the provider is named once, in the header
     expect(badge).to_have_text("Offline model")
     expect(badge).to_have_attribute("title", "Deterministic demo model — no API key configured")
