@@ -14,8 +14,10 @@ from rest_framework.authtoken.models import Token
 from pages.demo.data import load_articles
 from pages.demo.models import Article, Channel, Report, ResearchStream
 from pages.demo.search import article_search
+from pages.demo.sources import ARTICLES
 from tools.mcp import McpRefresh, mcp_server_refresh
 from tools.models import McpServer
+from tools.sources.index import source_rebuild
 
 # (username, password, is_staff, is_superuser). demo is staff (admin + diagnostics) but deliberately not a
 # superuser, so the demo shows what a staff member sees; alice is a plain user to show per-user isolation.
@@ -154,6 +156,8 @@ class Command(BaseCommand):
                 if staff and not superuser:  # a superuser has every permission already
                     users[username].user_permissions.add(*viewing)
         if loaded:
+            # loaded in bulk (no save signals), maybe over an index that kept a flushed table's rows: index them anew
+            source_rebuild(ARTICLES)
             self.stdout.write(f"Loaded {loaded} articles into the corpus.")
         refreshed = self._mcp_server()  # outside the transaction: it starts the server's process
         if refreshed.error:
