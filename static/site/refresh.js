@@ -4,6 +4,7 @@
  * those parts are fetched again and swapped in place: no full reload, nothing typed is lost.
  */
 async function refreshMarkedParts() {
+  if (subjectGone) return; // this page's own record was deleted: fetching the page again would only answer 404
   const marked = [...document.querySelectorAll("[data-refresh][id]")];
   if (!marked.length) return;
   let html;
@@ -21,6 +22,9 @@ async function refreshMarkedParts() {
   }
   document.dispatchEvent(new CustomEvent("site:refreshed"));
 }
+
+// Set when the record this page is about was deleted (the action that deleted it moves on to another page).
+let subjectGone = false;
 
 // One fetch for the refresh and the changes a turn announces together (they arrive in the same task).
 let refreshing = null;
@@ -55,7 +59,9 @@ document.addEventListener("pagechat:changed", (event) => {
     }
   } else if (kind === "deleted" && document.querySelector(`${selector}[data-entity-subject]`)) {
     // this page was the record's own (its heading is marked the page's subject): it is gone, and the action that
-    // deleted it moves on to another page; fetching this one again would only answer 404
+    // deleted it moves on to another page; fetching this one again (now or for the refresh that follows) would
+    // only answer 404
+    subjectGone = true;
   } else {
     refreshSoon(); // created or deleted (counts and lists change), or updated without the new values
   }
