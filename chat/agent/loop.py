@@ -93,7 +93,7 @@ async def run_agent_loop(
                     _text_block_end(state, blocks, text_buf)
                     text_buf = state.streaming = TextChunks()
                 tool_uses.append(ev)
-                blocks.append({"type": "tool_use", "id": ev.id, "name": ev.name, "input": ev.input})
+                blocks.append({"type": "tool_use", "id": ev.tool_use_id, "name": ev.name, "input": ev.input})
             elif isinstance(ev, MessageEnd):
                 end = ev
         if text_buf:
@@ -109,15 +109,15 @@ async def run_agent_loop(
         if not tool_uses:
             yield AgentComplete(text=state.text, stop_reason=end.stop_reason)
             return
-        state.pending_tool_uses = [{"id": t.id, "name": t.name} for t in tool_uses]
+        state.pending_tool_uses = [{"id": t.tool_use_id, "name": t.name} for t in tool_uses]
         results: list[dict[str, Any]] = []
         for use in tool_uses:
             started = time.perf_counter()
-            yield AgentToolStart(tool_use_id=use.id, name=use.name, input=use.input)
+            yield AgentToolStart(tool_use_id=use.tool_use_id, name=use.name, input=use.input)
             tool = tools.get(use.name)
             if tool is not None and tool.client_side and not last and not use.input_error:
                 # the client runs it and answers in its next request, which continues this turn
-                state.client_calls.append({"id": use.id, "name": use.name, "input": use.input})
+                state.client_calls.append({"id": use.tool_use_id, "name": use.name, "input": use.input})
                 state.pending_tool_uses = state.pending_tool_uses[1:]
                 continue
             executed = False
@@ -130,13 +130,13 @@ async def run_agent_loop(
             else:
                 result = None
                 if tool.requires_approval:
-                    yield AgentToolApproval(tool_use_id=use.id, name=use.name, input=use.input)
-                    approved = await approver(use.id, use.name, use.input) if approver else False
+                    yield AgentToolApproval(tool_use_id=use.tool_use_id, name=use.name, input=use.input)
+                    approved = await approver(use.tool_use_id, use.name, use.input) if approver else False
                     if not approved:
                         result = ToolResult("Error: the user did not approve this tool call.", is_error=True)
                 if result is None and before_tool is not None:
                     try:
-                        await before_tool(use.id, use.name, use.input, tool_index)
+                        await before_tool(use.tool_use_id, use.name, use.input, tool_index)
                     except asyncio.CancelledError:
                         raise
                     except Exception:  # never run a call that is not recorded: a crash could run it twice
@@ -145,19 +145,19 @@ async def run_agent_loop(
                     executed = True
                     async for item in _execute(tool, use.input, ctx, sync_runner):
                         if isinstance(item, ToolProgress):
-                            yield AgentToolProgress(tool_use_id=use.id, name=use.name, update=item)
+                            yield AgentToolProgress(tool_use_id=use.tool_use_id, name=use.name, update=item)
                         else:
                             result = item
             assert result is not None
             text = result.text if len(result.text) <= MAX_TOOL_OUTPUT_CHARS else result.text[:MAX_TOOL_OUTPUT_CHARS] + "\n[truncated]"
             # what a tool returns is data (it may carry text someone else wrote), never instructions
             content = as_data(f"tool:{use.name}", text) if executed else text
-            results.append({"type": "tool_result", "tool_use_id": use.id, "content": content, **({"is_error": True} if result.is_error else {})})
+            results.append({"type": "tool_result", "tool_use_id": use.tool_use_id, "content": content, **({"is_error": True} if result.is_error else {})})
             state.tool_history.append({"tool_name": use.name, "input": use.input, "output": text})
             if result.payload:
                 state.payloads.append(result.payload)
             yield AgentToolComplete(
-                index=tool_index, tool_use_id=use.id, name=use.name, input=use.input, result=result,
+                index=tool_index, tool_use_id=use.tool_use_id, name=use.name, input=use.input, result=result,
                 duration_ms=(time.perf_counter() - started) * 1000,
             )
             marker = tool_marker(tool_index)

@@ -5,7 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat.providers.base import Usage
+from chat.providers.base import ToolCall, Usage
 
 
 @dataclass(slots=True)
@@ -70,10 +70,8 @@ class AgentTextDelta:
 
 
 @dataclass(slots=True)
-class AgentToolStart:
-    tool_use_id: str
-    name: str
-    input: dict[str, Any]
+class AgentToolStart(ToolCall):
+    """The model made this call; the loop is about to answer it (run it, ask for approval, or hand it to the client)."""
 
 
 @dataclass(slots=True)
@@ -84,18 +82,15 @@ class AgentToolProgress:
 
 
 @dataclass(slots=True)
-class AgentToolApproval:
-    tool_use_id: str
-    name: str
-    input: dict[str, Any]
+class AgentToolApproval(ToolCall):
+    """The call waits for the user's approval before it runs."""
 
 
 @dataclass(slots=True)
-class AgentToolComplete:
+class AgentToolComplete(ToolCall):
+    """The call is answered: `index` is its place among the turn's calls (its `[[tool:N]]` marker)."""
+
     index: int
-    tool_use_id: str
-    name: str
-    input: dict[str, Any]
     result: ToolResult
     duration_ms: float
 

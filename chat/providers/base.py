@@ -37,29 +37,36 @@ class Usage:
 
 
 @dataclass(slots=True)
+class ToolCall:
+    """One tool call the model made: the provider's id for it (what its result answers), the tool's name, its input.
+    The one declaration of this record: the provider's event, the loop's events and a client's answered call extend it."""
+
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(slots=True)
 class TextDelta:
     text: str
 
 
 @dataclass(slots=True)
 class ToolUseStart:
-    id: str
+    tool_use_id: str
     name: str
 
 
 @dataclass(slots=True)
 class ToolInputDelta:
-    id: str
+    tool_use_id: str
     partial_json: str
 
 
 @dataclass(slots=True)
-class ToolUseEnd:
+class ToolUseEnd(ToolCall):
     """A finished tool_use block; `input_error` is set when the model's JSON did not parse."""
 
-    id: str
-    name: str
-    input: dict[str, Any]
     input_error: str | None = None
 
 

@@ -1,8 +1,10 @@
 """What a standard client (AG-UI, the AI SDK) adds to a turn: its thread name, its own tools, its tool answers."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from chat.providers.base import ToolCall
 
 
 @dataclass(frozen=True)
@@ -32,12 +34,9 @@ class TurnExtras:
 
 
 @dataclass
-class AnsweredCall:
+class AnsweredCall(ToolCall):
     """A client tool call with its answer, as the continuing run stores it (a ToolCall row, tool_history)."""
 
-    tool_use_id: str
-    name: str
-    input: dict[str, Any] = field(default_factory=dict)
     output: str = ""
 
 

@@ -57,7 +57,7 @@ async def test_tool_use_input_is_assembled_from_fragments(server: FakeAnthropicS
     assert events[0] == TextDelta("Checking.")
     assert events[1] == ToolUseStart("toolu_42", "get_weather")
     fragments = [e for e in events if isinstance(e, ToolInputDelta)]
-    assert len(fragments) > 3 and {f.id for f in fragments} == {"toolu_42"}
+    assert len(fragments) > 3 and {f.tool_use_id for f in fragments} == {"toolu_42"}
     assert "".join(f.partial_json for f in fragments) == json.dumps(tool_input)
     assert events[-2] == ToolUseEnd("toolu_42", "get_weather", tool_input, input_error=None)
     end = events[-1]
@@ -70,7 +70,7 @@ async def test_malformed_tool_json_becomes_input_error(server: FakeAnthropicServ
     events = await collect(make_provider(server), make_request(tools=[WEATHER_TOOL]))
 
     end_tool = next(e for e in events if isinstance(e, ToolUseEnd))
-    assert end_tool.id == "toolu_bad" and end_tool.input == {}
+    assert end_tool.tool_use_id == "toolu_bad" and end_tool.input == {}
     assert end_tool.input_error and "JSON" in end_tool.input_error
     assert isinstance(events[-1], MessageEnd) and events[-1].stop_reason == "tool_use"
     json.dumps(events[-1].raw)

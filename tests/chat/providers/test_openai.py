@@ -56,7 +56,7 @@ async def test_one_tool_call_is_assembled_from_fragments(server: FakeOpenAIServe
     assert events[0] == TextDelta("Checking.")
     assert events[1] == ToolUseStart("call_Qm3kW8pZr1", "get_weather")
     fragments = [e for e in events if isinstance(e, ToolInputDelta)]
-    assert len(fragments) > 3 and {f.id for f in fragments} == {"call_Qm3kW8pZr1"}
+    assert len(fragments) > 3 and {f.tool_use_id for f in fragments} == {"call_Qm3kW8pZr1"}
     assert "".join(f.partial_json for f in fragments) == json.dumps(tool_input)
     assert events[-2] == ToolUseEnd("call_Qm3kW8pZr1", "get_weather", tool_input, input_error=None)
     end = events[-1]
@@ -74,7 +74,7 @@ async def test_parallel_tool_calls_each_start_stream_and_end_in_order(server: Fa
     assert starts == [ToolUseStart("call_A1b2C3", "get_weather"), ToolUseStart("call_D4e5F6", "get_weather")]
     assert ends == [ToolUseEnd("call_A1b2C3", "get_weather", {"city": "Oslo"}), ToolUseEnd("call_D4e5F6", "get_weather", {"city": "Lima"})]
     for call_id, city in (("call_A1b2C3", "Oslo"), ("call_D4e5F6", "Lima")):
-        assert "".join(e.partial_json for e in events if isinstance(e, ToolInputDelta) and e.id == call_id) == json.dumps({"city": city})
+        assert "".join(e.partial_json for e in events if isinstance(e, ToolInputDelta) and e.tool_use_id == call_id) == json.dumps({"city": city})
     assert isinstance(events[-1], MessageEnd) and events[-1].stop_reason == "tool_use"
     assert texts(events) == []
 
@@ -94,7 +94,7 @@ async def test_malformed_tool_arguments_become_input_error(server: FakeOpenAISer
     events = await collect(make_provider(server), make_request(tools=[WEATHER_TOOL]))
 
     end_tool = next(e for e in events if isinstance(e, ToolUseEnd))
-    assert end_tool.id == "call_bad" and end_tool.input == {}
+    assert end_tool.tool_use_id == "call_bad" and end_tool.input == {}
     assert end_tool.input_error and "JSON" in end_tool.input_error
 
 
