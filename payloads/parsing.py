@@ -10,15 +10,20 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ValidationError
 
-SUGGESTED_VALUES_MARKER = "SUGGESTED_VALUES:"
-SUGGESTED_ACTIONS_MARKER = "SUGGESTED_ACTIONS:"
-BUILTIN_MARKERS = frozenset({SUGGESTED_VALUES_MARKER, SUGGESTED_ACTIONS_MARKER})
+from chat.events.suggestions import (
+    SUGGESTED_ACTIONS_MARKER,
+    SUGGESTED_VALUES_MARKER,
+    SuggestedAction,
+    SuggestedValue,
+    suggested_action_read,
+    suggested_value_read,
+)
 
 # Uppercase only, so a marker can never start inside the whitespace, backticks or lowercase
 # fence language that may follow another marker (keeps the scanner one-pass and split-proof).
@@ -456,45 +461,6 @@ def make_validator(schema: Mapping[str, Any] | type[BaseModel] | PayloadValidato
     raise SchemaError(f"cannot build a validator from {type(schema).__name__}")
 
 
-# ---- suggestions -------------------------------------------------------------------------------
-
-
-class SuggestedValue(BaseModel):
-    """A chip: clicking sends `value` as the user's next message. A bare string means label == value."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    label: str = Field(min_length=1)
-    value: str = Field(min_length=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_string(cls, data: Any) -> Any:
-        if isinstance(data, str):
-            return {"label": data, "value": data}
-        if isinstance(data, dict) and "value" not in data and isinstance(data.get("label"), str):
-            return {**data, "value": data["label"]}
-        return data
-
-
-class SuggestedAction(BaseModel):
-    """A button: `client` actions run in the browser, `server` ones go back signed. Unknown style -> None."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    label: str = Field(min_length=1)
-    action: str = Field(min_length=1)
-    handler: Literal["client", "server"]
-    data: Any = None
-    style: Literal["primary", "secondary", "warning"] | None = None
-
-    @field_validator("style", mode="before")
-    @classmethod
-    def _lenient_style(cls, value: Any) -> Any:
-        # A made-up style ("danger") is cosmetic; it should not cost the user the button.
-        return value if value in ("primary", "secondary", "warning") else None
-
-
 # ---- parsing extracted blocks ------------------------------------------------------------------
 
 
@@ -508,9 +474,9 @@ class ParsedBlocks:
     errors: list[dict[str, str]] = field(default_factory=list)
 
 
-_SUGGESTION_MODELS: dict[str, tuple[type[BaseModel], str]] = {
-    SUGGESTED_VALUES_MARKER: (SuggestedValue, "suggested_values"),
-    SUGGESTED_ACTIONS_MARKER: (SuggestedAction, "suggested_actions"),
+_SUGGESTION_READERS: dict[str, tuple[Callable[[Any], BaseModel], str]] = {
+    SUGGESTED_VALUES_MARKER: (suggested_value_read, "suggested_values"),
+    SUGGESTED_ACTIONS_MARKER: (suggested_action_read, "suggested_actions"),
 }
 
 
@@ -531,15 +497,15 @@ def parse_blocks(extracted: Iterable[Extracted], specs: Mapping[str, PayloadVali
         except RecursionError:
             error(block, "invalid JSON: nested too deeply")
             continue
-        if block.marker in _SUGGESTION_MODELS:
-            model, attr = _SUGGESTION_MODELS[block.marker]
+        if block.marker in _SUGGESTION_READERS:
+            read, attr = _SUGGESTION_READERS[block.marker]
             if not isinstance(data, list):
                 error(block, "expected a JSON array")
                 continue
             items: list[Any] = getattr(result, attr)
             for k, item in enumerate(data):
                 try:
-                    items.append(model.model_validate(item))
+                    items.append(read(item))
                 except ValidationError as exc:
                     error(block, f"item {k}: {_describe(exc)}")
             continue

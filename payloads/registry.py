@@ -8,8 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from chat.events.suggestions import SUGGESTION_MARKERS
 from chat.registration import caller_origin
-from payloads.parsing import BUILTIN_MARKERS, MARKER_RE, PayloadValidator
+from payloads.parsing import MARKER_RE, PayloadValidator
 from payloads.spec import PayloadSpec
 
 
@@ -51,7 +52,7 @@ class PayloadRegistry:
             return spec
         marker = spec.parse_marker
         if marker is not None:
-            if marker in BUILTIN_MARKERS:
+            if marker in SUGGESTION_MARKERS:
                 self.refused.append(Refused("reserved", marker, "", origin))
                 return spec
             if marker in self._by_marker:
@@ -98,7 +99,7 @@ class PayloadRegistry:
     def markers(self, types: Iterable[str] | None = None) -> set[str]:
         """Markers to hide from the stream: the suggestion markers plus those of llm types (all or `types`)."""
         specs = self.all() if types is None else [s for t in types if (s := self.get(t))]
-        return set(BUILTIN_MARKERS) | {s.parse_marker for s in specs if s.source == "llm" and s.parse_marker}
+        return set(SUGGESTION_MARKERS) | {s.parse_marker for s in specs if s.source == "llm" and s.parse_marker}
 
     def validators(self, types: Iterable[str] | None = None) -> dict[str, PayloadValidator]:
         """marker -> validator for parse_blocks (all llm types or only `types`)."""

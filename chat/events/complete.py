@@ -7,25 +7,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, TypeAdapter, ValidationError
 
 from chat.events.base import Envelope, Frame, RunEvent, omit_none
+from chat.events.suggestions import SuggestedAction, SuggestedValue
 from chat.rendering import render_markdown
-
-
-class SuggestedValue(Frame):
-    """A quick reply: clicking it sends `value` with interaction_type `value_selected`."""
-
-    label: str = Field(min_length=1)
-    value: str = Field(min_length=1)
-
-
-class SuggestedAction(Frame):
-    """A button: a client action the tray runs, or a server action sent back with its signed `token`."""
-
-    label: str = Field(min_length=1)
-    action: str = Field(min_length=1)
-    handler: Literal["client", "server"]
-    data: Any = Field(default=None, exclude_if=omit_none)
-    style: Literal["primary", "secondary", "warning"] | None = Field(default=None, exclude_if=omit_none)
-    token: str | None = Field(default=None, exclude_if=omit_none)
 
 
 class CustomPayload(Frame):

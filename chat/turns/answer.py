@@ -1,17 +1,18 @@
 """The parts of a finished answer besides its text: quick replies, buttons (server ones signed), payload cards."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from chat.actions import action_token_sign
+from chat.events import suggested_action_read, suggested_value_read
 from chat.registration import title_shown
 from chat.turns.planning import TurnPlan
 from pages.registry import BUILTIN_CLIENT_ACTIONS, PageSpec, ServerActionResult
-from payloads.parsing import Extracted, SuggestedAction, SuggestedValue, parse_blocks
+from payloads.parsing import Extracted, parse_blocks
 from payloads.registry import assign_payload_id, registry as payload_registry
 
 SERVER_ACTION = "server_action"  # the `marker` of parse errors in what a server action handler returned
@@ -39,8 +40,8 @@ def answer_parts_build(*, plan: TurnPlan, extracted: Iterable[Extracted], tool_p
     payloads = [_payload(p.get("type", "tool"), p.get("data"), "tool") for p in tool_payloads]
     payloads += [_payload(plan.payload_markers[marker].type, data, "llm") for marker, data in parsed.payloads]
     if action is not None:
-        values = [*_validated(SuggestedValue, action.suggested_values, errors), *values]
-        actions = [*_validated(SuggestedAction, action.suggested_actions, errors), *actions]
+        values = [*_validated(suggested_value_read, action.suggested_values, errors), *values]
+        actions = [*_validated(suggested_action_read, action.suggested_actions, errors), *actions]
         if action.payload:
             payloads.insert(0, _payload(action.payload.get("type", "action"), action.payload.get("data"), "action"))
     actions, dropped = _valid_actions(plan.page, actions, user_id=user_id, conversation_id=conversation_id, allowed=plan.allowed_actions)
@@ -57,12 +58,12 @@ def _plain(value: BaseModel) -> dict[str, Any]:
     return value.model_dump(exclude_none=True)
 
 
-def _validated(model: type[BaseModel], items: Iterable[Any], errors: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """A handler's suggestions checked like the model's (page code may return anything)."""
+def _validated(read: Callable[[Any], BaseModel], items: Iterable[Any], errors: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """A handler's suggestions read like the model's (page code may return anything)."""
     out = []
     for k, item in enumerate(items):
         try:
-            out.append(_plain(model.model_validate(item)))
+            out.append(_plain(read(item)))
         except ValidationError as exc:
             errors.append({"marker": SERVER_ACTION, "error": f"item {k}: {exc.errors()[0]['msg']}", "raw": str(item)[:200]})
     return out

@@ -5,9 +5,9 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from chat.events import TextDeltaEvent
+from chat.events import SUGGESTION_MARKERS, TextDeltaEvent
 from chat.runs import RunHandle
-from payloads.parsing import BUILTIN_MARKERS, MarkerStreamFilter
+from payloads.parsing import MarkerStreamFilter
 from tools.sources.citations import SourceMarkerFilter
 
 
@@ -17,7 +17,7 @@ class TextPipe:
     def __init__(self, handle: RunHandle, markers: list[str], window: float) -> None:
         self.handle = handle
         # the suggestion markers also take the specs' line formats (`a, b, c`; `label|action|handler|style|data`)
-        self.filter = MarkerStreamFilter(markers, line_markers=BUILTIN_MARKERS)
+        self.filter = MarkerStreamFilter(markers, line_markers=SUGGESTION_MARKERS)
         self.sources = SourceMarkerFilter()  # `[[source:N]]` never goes out as written: readers get `[N]`
         self.window = window
         # The run's text, once: `emitted` holds what went out as text_delta events (one chunk per event), `pending`

@@ -37,6 +37,8 @@ from chat.costs import cost_of, total_tokens
 from chat.db_threads import RUNS
 from chat.errors import ActionRejected, ErrorCode, Forbidden, ServiceError, error_code
 from chat.events import (
+    SUGGESTED_ACTIONS_MARKER,
+    SUGGESTED_VALUES_MARKER,
     CancelledEvent,
     ChatSend,
     CompleteEvent,
@@ -61,7 +63,6 @@ from chat.turns.pipe import TextPipe
 from chat.turns.planning import TurnPlan, tool_title, turn_plan_build
 from pages.access import access_for, server_action_denied
 from pages.registry import ActionFailed, ServerAction, ServerActionResult
-from payloads.parsing import SUGGESTED_ACTIONS_MARKER, SUGGESTED_VALUES_MARKER
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from pydantic import BaseModel
 
+from chat.events import SuggestedAction, SuggestedValue
 from payloads.parsing import (
     Extracted,
     JsonSchemaValidator,
@@ -16,8 +17,6 @@ from payloads.parsing import (
     PayloadValidationError,
     PydanticValidator,
     SchemaError,
-    SuggestedAction,
-    SuggestedValue,
     extract_blocks,
     make_validator,
     parse_blocks,
@@ -353,6 +352,12 @@ def test_suggested_actions_parsed_and_validated_per_item() -> None:
     assert len(parsed.errors) == 2
 
 
+def test_a_token_written_with_an_action_is_never_taken() -> None:
+    raw = json.dumps([{"label": "Go", "action": "close_chat", "handler": "client", "token": "forged"}])
+    parsed = parse_blocks([Extracted("SUGGESTED_ACTIONS:", raw)], {})
+    assert [(a.action, a.token) for a in parsed.suggested_actions] == [("close_chat", None)]  # only the server signs
+
+
 def test_suggestions_must_be_a_list() -> None:
     parsed = parse_blocks([Extracted("SUGGESTED_VALUES:", '{"label": "a", "value": "b"}')], {})
     assert parsed.suggested_values == []
@@ -422,7 +427,8 @@ def test_non_json_constants_are_invalid() -> None:
 
 # ---- the specs' line formats for suggestions (a fallback to JSON) -------------------------------
 
-from payloads.parsing import BUILTIN_MARKERS, parse_actions_line, parse_values_line  # noqa: E402
+from chat.events import SUGGESTION_MARKERS  # noqa: E402
+from payloads.parsing import parse_actions_line, parse_values_line  # noqa: E402
 
 LINE_TEXT = (
     "Sure.\nSUGGESTED_VALUES: Yes, No, Tell me more\n"
@@ -432,7 +438,7 @@ LINE_TEXT = (
 
 
 def test_line_format_blocks_are_hidden_and_parsed() -> None:
-    shown, blocks = extract_blocks(LINE_TEXT, MARKERS, BUILTIN_MARKERS)
+    shown, blocks = extract_blocks(LINE_TEXT, MARKERS, SUGGESTION_MARKERS)
     assert shown == "Sure.\n\n\nbye"
     assert [b.line for b in blocks] == [True, True]
     parsed = parse_blocks(blocks, {})
@@ -447,22 +453,22 @@ def test_line_format_blocks_are_hidden_and_parsed() -> None:
 @SETTINGS
 @given(data=st.data())
 def test_line_format_any_split_matches_one_shot(data: st.DataObject) -> None:
-    one_shot = extract_blocks(LINE_TEXT, MARKERS, BUILTIN_MARKERS)
-    f = MarkerStreamFilter(MARKERS, BUILTIN_MARKERS)
+    one_shot = extract_blocks(LINE_TEXT, MARKERS, SUGGESTION_MARKERS)
+    f = MarkerStreamFilter(MARKERS, SUGGESTION_MARKERS)
     chunks = [f.feed(d) for d in split(data, LINE_TEXT)] + [f.close()]
     assert ("".join(chunks), f.extracted) == one_shot
 
 
 def test_line_format_is_off_unless_asked_and_json_still_wins() -> None:
     assert extract_blocks("SUGGESTED_VALUES: none.", MARKERS) == ("SUGGESTED_VALUES: none.", [])
-    shown, blocks = extract_blocks('SUGGESTED_VALUES: ["a"] ok', MARKERS, BUILTIN_MARKERS)
+    shown, blocks = extract_blocks('SUGGESTED_VALUES: ["a"] ok', MARKERS, SUGGESTION_MARKERS)
     assert (shown, blocks) == (" ok", [Extracted("SUGGESTED_VALUES:", '["a"]')])
     # a payload marker never takes a line: it stays text
-    assert extract_blocks("SCHEMA_PROPOSAL: soon", MARKERS, BUILTIN_MARKERS) == ("SCHEMA_PROPOSAL: soon", [])
+    assert extract_blocks("SCHEMA_PROPOSAL: soon", MARKERS, SUGGESTION_MARKERS) == ("SCHEMA_PROPOSAL: soon", [])
     # the line must start on the marker's own line
-    assert extract_blocks("SUGGESTED_VALUES:\nYes, No", MARKERS, BUILTIN_MARKERS) == ("SUGGESTED_VALUES:\nYes, No", [])
+    assert extract_blocks("SUGGESTED_VALUES:\nYes, No", MARKERS, SUGGESTION_MARKERS) == ("SUGGESTED_VALUES:\nYes, No", [])
     # an unterminated line at the end of the stream is still a block
-    assert extract_blocks("x SUGGESTED_VALUES: a, b", MARKERS, BUILTIN_MARKERS)[1] == [Extracted("SUGGESTED_VALUES:", "a, b", True)]
+    assert extract_blocks("x SUGGESTED_VALUES: a, b", MARKERS, SUGGESTION_MARKERS)[1] == [Extracted("SUGGESTED_VALUES:", "a, b", True)]
 
 
 def test_line_format_bad_items_are_reported_not_shown() -> None:
