@@ -10,8 +10,9 @@ from pydantic import BaseModel
 
 from chat.events.suggestions import SUGGESTION_MARKERS
 from chat.registration import caller_origin
-from payloads.parsing import MARKER_RE, PayloadValidator
 from payloads.spec import PayloadSpec
+from payloads.stream import MARKER_RE
+from payloads.validation import PayloadValidator
 
 
 def assign_payload_id() -> str:

@@ -12,7 +12,7 @@ from django.utils.functional import Promise
 from pydantic import BaseModel
 
 from chat.registration import title_shown
-from payloads.parsing import PayloadValidator, make_validator
+from payloads.validation import PayloadValidator, make_validator
 
 SUMMARY_MAX_CHARS = 120
 

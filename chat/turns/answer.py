@@ -12,8 +12,9 @@ from chat.events import suggested_action_read, suggested_value_read
 from chat.registration import title_shown
 from chat.turns.planning import TurnPlan
 from pages.registry import BUILTIN_CLIENT_ACTIONS, PageSpec, ServerActionResult
-from payloads.parsing import Extracted, parse_blocks
+from payloads.parsing import parse_blocks
 from payloads.registry import assign_payload_id, registry as payload_registry
+from payloads.stream import Extracted
 
 SERVER_ACTION = "server_action"  # the `marker` of parse errors in what a server action handler returned
 

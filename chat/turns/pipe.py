@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from chat.events import SUGGESTION_MARKERS, TextDeltaEvent
 from chat.runs import RunHandle
-from payloads.parsing import MarkerStreamFilter
+from payloads.stream import MarkerStreamFilter
 from tools.sources.citations import SourceMarkerFilter
 
 

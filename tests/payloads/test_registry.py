@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from payloads.parsing import JsonSchemaValidator, PydanticValidator, SchemaError
 from payloads.registry import PayloadRegistry, assign_payload_id, registry
 from payloads.spec import SUMMARY_MAX_CHARS, PayloadSpec
+from payloads.validation import JsonSchemaValidator, PydanticValidator, SchemaError
 
 PROPOSAL_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -7,7 +7,7 @@ from chat.actions import action_token_verify
 from chat.turns.answer import SERVER_ACTION, answer_parts_build
 from chat.turns.planning import TurnPlan
 from pages.registry import ClientAction, PageSpec, ServerAction, ServerActionResult
-from payloads.parsing import Extracted
+from payloads.stream import Extracted
 
 
 def _plan() -> TurnPlan:
