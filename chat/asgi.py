@@ -10,9 +10,9 @@ from channels.routing import URLRouter
 from django.urls import path, re_path, reverse
 
 from chat import wsserver
-from chat.auth import TokenOrSessionAuthMiddleware
+from chat.api.auth import TokenOrSessionAuthMiddleware
+from chat.api.consumer import ChatConsumer
 from chat.conf import chat_settings
-from chat.consumers import ChatConsumer
 
 log = logging.getLogger(__name__)
 

@@ -81,6 +81,14 @@ class ServiceError(Exception):
             self.code = code
 
 
+class CredentialsRevoked(Exception):
+    """A socket's credentials were revoked: close it with `code` (nothing was stored)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 class NotFound(ServiceError):
     """Not found."""
 

@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from chat.auth import user_for_authorization
+from chat.api.auth import user_for_authorization
 from chat.conf import chat_settings
 from chat.db_threads import PROBES
 from chat.metrics import exposition

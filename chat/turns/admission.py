@@ -28,11 +28,10 @@ from django.utils import timezone
 from chat import metrics
 from chat.actions import TokenInvalid, action_token_verify
 from chat.attachments import attachments_claim
-from chat.auth import CredentialsRevoked
 from chat.budgets import budgets
 from chat.conf import chat_settings
 from chat.db_threads import ADMISSION
-from chat.errors import ActionRejected, BadRequest, BudgetExceeded, Busy, Forbidden, NotFound, RateLimited
+from chat.errors import ActionRejected, BadRequest, BudgetExceeded, Busy, CredentialsRevoked, Forbidden, NotFound, RateLimited
 from chat.events import ChatSend, StatusEvent
 from chat.limits import limiter
 from chat.models import Conversation, Message, Run, UsedActionToken, action_stat_count

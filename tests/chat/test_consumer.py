@@ -129,7 +129,7 @@ async def test_a_send_skips_recycling_djangos_connections_and_other_frames_keep_
     async def recycle() -> None:
         recycled.append("hop")
 
-    monkeypatch.setattr("chat.consumers.aclose_old_connections", recycle)
+    monkeypatch.setattr("chat.api.consumer.aclose_old_connections", recycle)
     monkeypatch.setattr("channels.consumer.aclose_old_connections", recycle)  # where Channels' own dispatch calls it
     gate = asyncio.Event()
     scripted.enqueue([s.TextDelta("partial"), gate])

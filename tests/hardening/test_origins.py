@@ -8,7 +8,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.test import AsyncClient
 
-from chat.auth import origin_refusal
+from chat.api.auth import origin_refusal
 from tests.conftest import ws_connect
 
 pytestmark = pytest.mark.django_db(transaction=True)

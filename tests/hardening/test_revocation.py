@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 from rest_framework.authtoken.models import Token
 
-from chat.auth import CLOSE_SESSION_ENDED, CLOSE_TOKEN_REVOKED, CLOSE_USER_INACTIVE
+from chat.api.auth import CLOSE_SESSION_ENDED, CLOSE_TOKEN_REVOKED, CLOSE_USER_INACTIVE
 from chat.models import Run
 from chat.providers import scripted as s
 from tests.conftest import ws_connect

@@ -21,7 +21,7 @@ from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
-from chat.auth import CLOSE_TOKEN_REVOKED, CLOSE_USER_INACTIVE
+from chat.api.auth import CLOSE_TOKEN_REVOKED, CLOSE_USER_INACTIVE
 from tests.conftest import token_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]

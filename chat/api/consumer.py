@@ -12,14 +12,15 @@ from channels.db import aclose_old_connections
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from chat import metrics, selectors, services
-from chat.auth import CLOSE_SESSION_ENDED, CredentialsRevoked, credentials_revocation, revocation
+from chat.api.auth import CLOSE_SESSION_ENDED, credentials_revocation, revocation
+from chat.api.follow import run_follow
 from chat.conf import chat_settings
-from chat.errors import ServiceError
+from chat.errors import CredentialsRevoked, ServiceError
 from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameError, error_event, parse_frame
 from chat.limits import limiter
 from chat.logs import Throttled
 from chat.redis_client import receive_timed_out
-from chat.runs import ResyncRequired, manager
+from chat.runs import manager
 from chat.signals import user_group
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self._channel_receive = resilient
 
     async def connect(self) -> None:
+        """Accept a signed-in user within the socket limit, join the logout groups, start the credentials watcher."""
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close()
@@ -115,6 +117,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 release.add_done_callback(_CLEANUPS.discard)
 
     def _stop_tasks(self) -> None:
+        """Cancel this socket's followers and watcher (the runs themselves go on)."""
         for task in getattr(self, "followers", {}).values():
             task.cancel()  # the runs themselves go on: they belong to the process
         watcher = getattr(self, "watcher", None)
@@ -122,12 +125,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
             watcher.cancel()
 
     async def _release_socket(self) -> None:
+        """Give back this socket's place in the per-user limit, once."""
         if getattr(self, "counted", False):
             self.counted = False
             metrics.OPEN_SOCKETS.dec()
             await limiter.socket_release(self.user.pk, self.socket_id)
 
     async def disconnect(self, code: int) -> None:
+        """Release the socket, stop its tasks, leave its groups."""
         await self._release_socket()
         self._stop_tasks()
         if self.channel_layer is not None:
@@ -146,6 +151,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await super().dispatch(message)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Parse a frame and call its handler; refusals answer as error frames."""
         if self.closing:  # revoked: nothing more is taken from this socket
             return
         frame = parse_frame(text_data, chat_settings.CHAT_MAX_FRAME_BYTES)
@@ -165,6 +171,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     # ---- handlers --------------------------------------------------------------------------------
 
     async def on_send(self, frame: ChatSend) -> None:
+        """chat.send: start a turn (never on revoked credentials) and follow it."""
         if self.closing:
             return
         # a turn acts as the user: never on revoked credentials (checked in the same database job that stores it)
@@ -177,33 +184,35 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self._follow(started.run_id, 0)
 
     async def on_resume(self, frame: ChatResume) -> None:
+        """chat.resume: follow the user's run after `after_seq`."""
         await selectors.run_for_user(user=self.user, run_id=frame.run_id)
         self._follow(frame.run_id, frame.after_seq)
 
     async def on_cancel(self, frame: ChatCancel) -> None:
+        """chat.cancel: cancel the run, wherever it runs."""
         await services.run_cancel(user=self.user, run_id=frame.run_id)
 
     async def on_approve(self, frame: ChatApprove) -> None:
+        """chat.approve: answer the run's tool approval."""
         await services.approval_answer(user=self.user, run_id=frame.run_id, tool_use_id=frame.tool_use_id, approved=frame.approved)
 
     # ---- streaming -------------------------------------------------------------------------------
 
     def _follow(self, run_id: str, after_seq: int) -> None:
+        """Follow the run on a task of its own (replacing an earlier follower of it)."""
         old = self.followers.pop(run_id, None)
         if old is not None:
             old.cancel()
         self.followers[run_id] = asyncio.get_running_loop().create_task(self._stream(run_id, after_seq))
 
     async def _stream(self, run_id: str, after_seq: int) -> None:
-        sent = 0  # counted once per stream, not per event
-        last = after_seq  # the last seq this socket has: a resync mid-stream must not skip to the stored terminal event
+        """Send the run's events after `after_seq` (chat.api.follow); a failure says to resume."""
+        sent = 0  # counted once per stream, not per event (the resync answer is not one of the run's events)
         try:
-            async for seq, data in manager.follow(run_id, after_seq):
+            async for seq, data in run_follow(user=self.user, run_id=run_id, after_seq=after_seq):
                 await self.send(text_data=data)
-                sent += 1
-                last = seq
-        except ResyncRequired:
-            await self.send(text_data=await services.run_replay_or_resync(user=self.user, run_id=run_id, after_seq=last))
+                if seq is not None:
+                    sent += 1
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -1,7 +1,10 @@
-"""Websocket handshake auth: a DRF token (programs, no Origin needed) or the session with an allowed Origin."""
+"""Every transport's authentication: a DRF token (programs) or the session, with the session's CSRF check on HTTP and
+its Origin check on the websocket handshake; and the re-check of an open socket's credentials."""
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable, Coroutine
 from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -10,12 +13,20 @@ from channels.auth import AuthMiddlewareStack
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import RequestDataTooBig
 from django.db import connections, router
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.http.request import split_domain_port, validate_host
+from django.middleware.csrf import CsrfViewMiddleware
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework.permissions import IsAuthenticated
 
+from chat.api.errors import error, exception_response
 from chat.db_threads import CREDENTIALS
+from chat.errors import ServiceError
+from chat.openapi import AUTHENTICATION
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("chat.auth")  # the logger docs/embedding.md names for refused handshakes
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -35,14 +46,6 @@ def token_key(header: str) -> str | None:
     """The key of an `Authorization: Token <key>` header, or None."""
     kind, _, key = header.partition(" ")
     return key.strip() if kind.lower() == "token" and key.strip() else None
-
-
-class CredentialsRevoked(Exception):
-    """A socket's credentials were revoked: close it with `code` (nothing was stored)."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
 
 
 async def revocation(*, user_id: int, token: str | None, session_key: str | None) -> int | None:
@@ -215,6 +218,57 @@ class TokenOrSessionAuthMiddleware:
         if refusal is not None:
             return await _refuse(scope, receive, send, refusal)
         return await self.session_inner({**scope, "auth": "session"}, receive, send)
+
+
+# ---- HTTP ----------------------------------------------------------------------------------------
+
+class Authenticated:
+    """DRF views: a token or the session (DRF's checks CSRF), signed in, as the API document states (chat.openapi);
+    declared here, not taken from the host's DRF defaults (which may be AllowAny)."""
+
+    authentication_classes = AUTHENTICATION
+    permission_classes = [IsAuthenticated]
+
+
+def _csrf_probe(request: HttpRequest) -> HttpResponse:
+    """A view that is not csrf_exempt, for the CSRF middleware's check of a session user's request."""
+    return HttpResponse()
+
+
+async def request_user(request: HttpRequest) -> tuple[Any, HttpResponse | None]:
+    """The user of a DRF token or of the session (then with the CSRF check a browser form would get), or the refusal."""
+    auth = request.headers.get("Authorization", "")
+    if auth:
+        user = await user_for_authorization(auth)
+        return (user, None) if user is not None else (None, error("unauthorized", "invalid token"))
+    user = await request.auser()
+    if not user.is_authenticated:
+        return None, error("unauthorized", "authentication required")
+    if request.method not in ("GET", "HEAD", "OPTIONS"):
+        refused = CsrfViewMiddleware(_csrf_probe).process_view(request, _csrf_probe, (), {})
+        if refused is not None:
+            return None, error("unauthorized", "CSRF check failed")
+    return user, None
+
+
+AsyncView = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
+
+
+def endpoint(view: AsyncView) -> AsyncView:
+    """A plain async view (SSE, run control, standard clients): authenticate (token, or session + CSRF), call the view
+    with the user, answer refusals as error frames (chat.api.errors)."""
+
+    @functools.wraps(view)
+    async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        try:
+            user, refused = await request_user(request)  # the session's CSRF check may read a form body
+            if refused:
+                return refused
+            return await view(request, user, *args, **kwargs)
+        except (ServiceError, RequestDataTooBig) as exc:
+            return exception_response(exc)
+
+    return csrf_exempt(wrapper)  # CSRF is enforced in request_user for session users only
 
 
 __all__ = ["AnonymousUser", "TokenOrSessionAuthMiddleware", "origin_allowed", "origin_refusal"]

@@ -10,13 +10,14 @@ from django.views.decorators.http import require_GET, require_POST
 from drf_spectacular.utils import OpenApiResponse
 
 from chat import selectors, services
+from chat.api.auth import endpoint
+from chat.api.interop import agui, aisdk
+from chat.api.interop.common import turn_start_with_files
+from chat.api.stream import sse_response
 from chat.conf import chat_settings
 from chat.errors import BadRequest, ErrorCode, NotFound
 from chat.events.client import ClientJSONError, client_json
-from chat.interop import agui, aisdk
-from chat.interop.common import turn_start_with_files
 from chat.openapi import described, error_responses
-from chat.views import _endpoint, _sse_response
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -69,18 +70,19 @@ async def cancel_on_close(stream: AsyncIterator[str], *, user: User, run_id: str
 @described(methods=["POST"], summary="Run the agent for an AG-UI client (SSE)", tags=["standard clients"],
            request={"application/json": _AGUI_INPUT}, responses={(200, "text/event-stream"): _AGUI_STREAM, **error_responses(*_START_ERRORS)})
 @require_POST
-@_endpoint
+@endpoint
 async def agui_run(request: HttpRequest, user: User) -> HttpResponseBase:
     """POST <api>chat/ag-ui: an AG-UI RunAgentInput; answers the run as AG-UI events (SSE)."""
     run_input = agui.run_input_parse(_json_body(request))
     started = await turn_start_with_files(user=user, files=agui.inline_files(run_input),
                                           build=lambda ids: agui.turn_input(run_input, attachments=ids))
     stream = agui.AguiStream(thread_id=run_input.thread_id, run_id=run_input.run_id, pagechat_run_id=started.run_id)
-    return _sse_response(cancel_on_close(stream.sse(user=user), user=user, run_id=started.run_id))
+    return sse_response(cancel_on_close(stream.sse(user=user), user=user, run_id=started.run_id))
 
 
 def _ui_stream_response(stream: AsyncIterator[str]) -> StreamingHttpResponse:
-    response = _sse_response(stream)
+    """The SSE response with the AI SDK's UI message stream headers."""
+    response = sse_response(stream)
     for name, value in aisdk.HEADERS.items():
         response[name] = value
     return response
@@ -89,7 +91,7 @@ def _ui_stream_response(stream: AsyncIterator[str]) -> StreamingHttpResponse:
 @described(methods=["POST"], summary="Chat for the AI SDK's default transport (UI message stream)", tags=["standard clients"],
            request={"application/json": _AISDK_INPUT}, responses={(200, "text/event-stream"): _UI_STREAM, **error_responses(*_START_ERRORS)})
 @require_POST
-@_endpoint
+@endpoint
 async def aisdk_chat(request: HttpRequest, user: User) -> HttpResponseBase:
     """POST <api>chat/ai-sdk: the AI SDK default chat transport's request; answers a UI message stream (SSE)."""
     req = aisdk.request_parse(_json_body(request))
@@ -113,7 +115,7 @@ async def aisdk_chat(request: HttpRequest, user: User) -> HttpResponseBase:
            responses={(200, "text/event-stream"): _UI_STREAM, 204: OpenApiResponse(description="No turn of this chat is running."),
                       **error_responses()})
 @require_GET
-@_endpoint
+@endpoint
 async def aisdk_resume(request: HttpRequest, user: User, chat_id: str) -> HttpResponseBase:
     """GET <api>chat/ai-sdk/<id>/stream: the transport's resume: the running turn's stream from its start, else 204."""
     conversation = await selectors.conversation_by_thread(user=user, thread_id=chat_id)

@@ -16,10 +16,10 @@ from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from chat import selectors, services
+from chat.api.follow import run_follow
 from chat.attachments import attachments_count_check
 from chat.errors import BadRequest, NotFound
 from chat.events import ChatSend
-from chat.runs import ResyncRequired, manager
 from chat.turns.clients import TurnExtras
 
 TOOL_MARKER = re.compile(r"\n*\[\[tool:\d+\]\]\n*")  # where the tray renders a tool card: meaningless to other clients
@@ -27,13 +27,8 @@ TOOL_MARKER = re.compile(r"\n*\[\[tool:\d+\]\]\n*")  # where the tray renders a 
 
 async def run_events(*, user: Any, run_id: str) -> AsyncIterator[dict[str, Any]]:
     """The run's v1 events from seq 1 to its terminal one (or the stored terminal event / a resync error)."""
-    last = 0  # the last seq yielded: a resync mid-stream must not skip to the stored terminal event
-    try:
-        async for seq, data in manager.follow(run_id, 0):
-            yield json.loads(data)
-            last = seq
-    except ResyncRequired:
-        yield json.loads(await services.run_replay_or_resync(user=user, run_id=run_id, after_seq=last))
+    async for _seq, data in run_follow(user=user, run_id=run_id, after_seq=0):
+        yield json.loads(data)
 
 
 async def assistant_message_id(run_id: str) -> str:
@@ -99,6 +94,7 @@ async def turn_start_with_files(*, user: Any, files: Sequence[InlineFile],
 
 
 def _files_store(user: Any, files: Sequence[InlineFile]) -> list[str]:
+    """Store the files as the user's uploads, all or none; their ids."""
     ids: list[str] = []
     try:
         for f in files:
