@@ -77,6 +77,11 @@ def test_scope_inside_the_query_even_when_the_limit_is_one(django_user_model: An
     sql, params = ResearchStream.objects.filter(pk__in=scope).annotate(p=Cast("pk", TextField())).values("p").query.sql_with_params()
     ranked = backend.search(connection, "streams", ["zebrafish"], sql, params, candidates=1)
     assert len(ranked) == 1 and ranked[0][0] == str(ResearchStream.objects.get(owner=demo).pk)
+    # and with the scope selecting the pk in its own type, as source_search passes it
+    sql, params = ResearchStream.objects.owned_by(demo).values("pk").query.sql_with_params()
+    pk_type = ResearchStream._meta.pk.cast_db_type(connection)
+    ranked = backend.search(connection, "streams", ["zebrafish"], sql, params, candidates=1, pk_type=pk_type)
+    assert len(ranked) == 1 and ranked[0][0] == str(ResearchStream.objects.get(owner=demo).pk)
 
 
 @pytest.mark.django_db
@@ -109,6 +114,35 @@ def test_articles_source_measures_as_well_as_the_demo_search() -> None:
     demo_search = quality_measure(article_search)
     assert through_source.precision >= demo_search.precision - 0.02 and through_source.precision >= 0.9
     assert through_source.no_match_correct == through_source.no_match_total
+
+
+@pytest.mark.django_db
+def test_a_scope_that_selects_nothing_searches_nothing() -> None:
+    """The articles' scope is `.none()` for someone not signed in: no SQL to compile, nothing found, no error."""
+    from django.contrib.auth.models import AnonymousUser
+
+    assert _search(ARTICLES, AnonymousUser(), "CRISPR gene editing") == []
+
+
+@pytest.mark.django_db
+def test_a_source_whose_primary_key_is_a_uuid(two_users: tuple[Any, Any]) -> None:
+    """The index keeps a pk as the database stores it (32 hex digits for a UUID on SQLite), so the scope, compared in
+    the pk's own type, finds the user's object and never the other user's."""
+    from chat.models import Attachment
+
+    demo, alice = two_users
+    sources, tools = SourceRegistry(), ToolRegistry()
+    files = sources.register(Source(name="t_files", model=Attachment, fields=("name",), title="name", offer_tool=False,
+                                    scope=lambda user, context: Attachment.objects.filter(owner=user)), tools=tools, origin="here:1")
+    try:
+        mine = Attachment.objects.create(owner=demo, name="Quokka census.pdf", content_type="application/pdf", size=1, file="t/a.pdf")
+        Attachment.objects.create(owner=alice, name=f"Quokka {SECRET}.pdf", content_type="application/pdf", size=1, file="t/b.pdf")
+        hits = _search(files, demo, "quokka")
+        assert [(h.title, h.obj.pk) for h in hits] == [("Quokka census.pdf", mine.pk)]
+        mine.delete()  # the delete signal finds the entry under the same key
+        assert _search(files, demo, "quokka") == [] and [h.title for h in _search(files, alice, "quokka")] == [f"Quokka {SECRET}.pdf"]
+    finally:
+        sources.unregister("t_files", tools=tools)
 
 
 def test_check_errors_on_a_source_without_scope_and_on_unknown_fields() -> None:

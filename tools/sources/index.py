@@ -24,6 +24,12 @@ def backend_for(source: Source, using: str = "default") -> SearchBackend | None:
     return backend_get(path) if path else None
 
 
+def object_key(source: Source, pk: Any, using: str = "default") -> str:
+    """The text an object is indexed under: its primary key as the database stores it (a UUID is 32 hex digits on
+    SQLite), so a search can compare it with the scope in the primary key's own type."""
+    return str(source.model._meta.pk.get_db_prep_value(pk, connections[using]))
+
+
 def _uid(source: Source, kind: str) -> str:
     return f"pagechat-source-{source.name}-{kind}"
 
@@ -38,7 +44,7 @@ def signals_connect(source: Source) -> None:
     def deleted(sender: Any, instance: Any, using: str = "default", **kwargs: Any) -> None:
         backend = backend_for(source, using)
         if backend is not None:
-            backend.remove(connections[using], source.name, [str(instance.pk)])
+            backend.remove(connections[using], source.name, [object_key(source, instance.pk, using)])
 
     post_save.connect(saved, sender=source.model, dispatch_uid=_uid(source, "save"), weak=False)
     post_delete.connect(deleted, sender=source.model, dispatch_uid=_uid(source, "delete"), weak=False)
@@ -53,7 +59,7 @@ def objects_index(source: Source, objects: Iterable[Any], *, using: str = "defau
     """Insert or replace these objects' index entries."""
     backend = backend_for(source, using)
     if backend is not None:
-        backend.index(connections[using], source.name, [(str(obj.pk), source.columns(obj)) for obj in objects])
+        backend.index(connections[using], source.name, [(object_key(source, obj.pk, using), source.columns(obj)) for obj in objects])
 
 
 def source_rebuild(source: Source, *, using: str = "default") -> int:
@@ -71,6 +77,7 @@ def source_rebuild(source: Source, *, using: str = "default") -> int:
             objects_index(source, batch, using=using)
             done, batch = done + len(batch), []
     objects_index(source, batch, using=using)
+    backend.rebuilt(connection, source.name)
     return done + len(batch)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
-from django.db.models.functions import Cast
 
-from tools.sources.index import backend_for
+from tools.sources.index import backend_for, object_key
 from tools.sources.ranking import query_terms, relevant
 from tools.sources.spec import Source
 
@@ -53,12 +53,18 @@ def source_search(source: Source, *, user: Any, context: dict[str, Any] | None, 
     backend = backend_for(source, qs.db)
     if backend is None:
         return []
-    # the scope as SQL: one column, the pk as text, as the index keeps it
-    sql, params = qs.order_by().annotate(_pagechat_pk=Cast("pk", models.TextField())).values("_pagechat_pk").query.sql_with_params()
-    ranked = backend.search(connections[qs.db], source.name, terms, sql, params)
+    connection = connections[qs.db]
+    # the scope as SQL: one column, the pk in its own type (the backend casts the index's text to it, so the scope is
+    # probed through the primary key, not copied as text on every search)
+    try:
+        sql, params = qs.order_by().values("pk").query.sql_with_params()
+    except EmptyResultSet:  # the scope selects nothing (`.none()`, say, for someone not signed in): nothing to search
+        return []
+    pk_type = source.model._meta.pk.cast_db_type(connection) or ""
+    ranked = backend.search(connection, source.name, terms, sql, params, pk_type=pk_type)
     total = qs.count() if ranked else 0  # the scope's own size, for IDF only; never reported
     keep = relevant(ranked, terms, total, coverage_power=backend.coverage_power)[:limit]
     # read back through the scope again: an object deleted or moved out of scope since it was indexed never shows
-    objs = {str(o.pk): o for o in qs.filter(pk__in=[pk for pk, _, _ in keep])}
+    objs = {object_key(source, o.pk, qs.db): o for o in qs.filter(pk__in=[pk for pk, _, _ in keep])}
     return [Hit(source=source.name, pk=pk, title=source.title_of(o), url=source.url_of(o), snippet=source.snippet_of(o), obj=o)
             for pk, _, _ in keep if (o := objs.get(pk)) is not None]

@@ -25,6 +25,9 @@ class SearchBackend:
         """Insert or replace these objects' entries."""
         raise NotImplementedError
 
+    def rebuilt(self, connection: Any, source: str) -> None:
+        """After a source's entries were all written again (the rebuild command): refresh statistics, if any."""
+
     def remove(self, connection: Any, source: str, pks: Sequence[str]) -> None:
         raise NotImplementedError
 
@@ -35,7 +38,8 @@ class SearchBackend:
         raise NotImplementedError
 
     def search(self, connection: Any, source: str, terms: list[str], scope_sql: str, scope_params: Sequence[Any],
-               candidates: int = CANDIDATES) -> Ranked:
-        """Ranked matches of any of `terms` among the objects `scope_sql` selects (a SELECT of one column: the pk as
-        text), best first, each with the terms it matched."""
+               candidates: int = CANDIDATES, pk_type: str = "") -> Ranked:
+        """Ranked matches of any of `terms` among the objects `scope_sql` selects (a SELECT of one column: the pk in
+        the database type `pk_type`, which the index's text pk is cast to; "" means the SELECT gives the pk as text),
+        best first, each with the terms it matched. At most `candidates` rows."""
         raise NotImplementedError

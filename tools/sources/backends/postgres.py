@@ -1,5 +1,10 @@
-"""PostgreSQL full-text search: one table with a stored, weighted tsvector (GIN index) per (source, object pk);
-ts_rank with weights; the scope is a condition of the same SELECT."""
+"""PostgreSQL full-text search: one table of weighted tsvectors (GIN index) per (source, object pk); ts_rank with
+weights; the scope is a condition of the same SELECT.
+
+What keeps it fast at 100,000 objects: a row holds only the vector (the searched text is the model's, not copied, so a
+row stays small and uncompressed); the scope is compared in the primary key's own type, so it probes the model's
+primary-key index instead of hashing the whole scope as text; and which terms each object matched is read for the
+ranked candidates only, not for every match."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -8,7 +13,8 @@ from typing import Any
 from tools.sources.backends.base import CANDIDATES, Row, SearchBackend
 from tools.sources.ranking import Ranked
 
-TABLE = "pagechat_source_doc"
+TABLE = "pagechat_source_vector"
+OLD_TABLES = ("pagechat_source_doc",)  # earlier layouts (they kept a copy of the text): dropped, sources_sync refills
 RANK_WEIGHTS = "{0.05,0.1,0.4,1.0}"  # ts_rank's order: D, C, B, A
 
 
@@ -18,24 +24,27 @@ class PostgresBackend(SearchBackend):
     config = "english"  # the text search configuration (stemming, stopwords)
 
     def install(self, connection: Any) -> None:
-        c = self.config
-        vector = " || ".join(f"setweight(to_tsvector('{c}', {col}), '{col.upper()}')" for col in "abcd")
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"CREATE TABLE IF NOT EXISTS {TABLE} (source varchar(100) NOT NULL, object_pk varchar(255) NOT NULL, "
-                "a text NOT NULL DEFAULT '', b text NOT NULL DEFAULT '', c text NOT NULL DEFAULT '', d text NOT NULL DEFAULT '', "
-                f"vector tsvector GENERATED ALWAYS AS ({vector}) STORED, PRIMARY KEY (source, object_pk))")
+            for old in OLD_TABLES:
+                cursor.execute(f"DROP TABLE IF EXISTS {old}")
+            cursor.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (source varchar(100) NOT NULL, object_pk varchar(255) NOT NULL, "
+                           "vector tsvector NOT NULL, PRIMARY KEY (source, object_pk))")
             cursor.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_vector ON {TABLE} USING GIN (vector)")
 
     def index(self, connection: Any, source: str, rows: Iterable[Row]) -> None:
         values = [(source, pk, a, b, c, d) for pk, (a, b, c, d) in rows]
         if not values:
             return
+        vector = " || ".join(f"setweight(to_tsvector('{self.config}', %s), '{w}')" for w in "ABCD")
         with connection.cursor() as cursor:
             cursor.executemany(
-                f"INSERT INTO {TABLE} (source, object_pk, a, b, c, d) VALUES (%s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (source, object_pk) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, c = EXCLUDED.c, d = EXCLUDED.d",
+                f"INSERT INTO {TABLE} (source, object_pk, vector) VALUES (%s, %s, {vector}) "
+                "ON CONFLICT (source, object_pk) DO UPDATE SET vector = EXCLUDED.vector",
                 values)
+
+    def rebuilt(self, connection: Any, source: str) -> None:
+        with connection.cursor() as cursor:  # the planner's statistics for the new rows (autovacuum would, later)
+            cursor.execute(f"ANALYZE {TABLE}")
 
     def remove(self, connection: Any, source: str, pks: Sequence[str]) -> None:
         with connection.cursor() as cursor:
@@ -51,15 +60,19 @@ class PostgresBackend(SearchBackend):
             return int(cursor.fetchone()[0])
 
     def search(self, connection: Any, source: str, terms: list[str], scope_sql: str, scope_params: Sequence[Any],
-               candidates: int = CANDIDATES) -> Ranked:
+               candidates: int = CANDIDATES, pk_type: str = "") -> Ranked:
         c = self.config
         # plainto_tsquery parses each term as plain words: user text never becomes tsquery syntax
         each = [f"plainto_tsquery('{c}', %s)" for _ in terms]
         any_term = "(" + " || ".join(each) + ")"
-        flags = ", ".join(f"d.vector @@ {q}" for q in each)
-        sql = (f"SELECT d.object_pk, ts_rank('{RANK_WEIGHTS}'::float4[], d.vector, {any_term}) AS rank, {flags} "
-               f"FROM {TABLE} d WHERE d.source = %s AND d.vector @@ {any_term} AND d.object_pk IN ({scope_sql}) "
-               f"ORDER BY rank DESC, d.object_pk LIMIT {int(candidates)}")
+        key = f"CAST(d.object_pk AS {pk_type})" if pk_type else "d.object_pk"
+        # the scope is a condition of the inner SELECT: objects outside it are never ranked, limited or returned;
+        # the outer one reads which terms each of the (at most `candidates`) ranked objects matched
+        flags = ", ".join(f"r.vector @@ {q}" for q in each)
+        sql = (f"SELECT r.object_pk, r.rank, {flags} FROM ("
+               f"SELECT d.object_pk, d.vector, ts_rank('{RANK_WEIGHTS}'::float4[], d.vector, {any_term}) AS rank "
+               f"FROM {TABLE} d WHERE d.source = %s AND d.vector @@ {any_term} AND {key} IN ({scope_sql}) "
+               f"ORDER BY rank DESC, d.object_pk LIMIT {int(candidates)}) r ORDER BY r.rank DESC, r.object_pk")
         params = [*terms, *terms, source, *terms, *scope_params]  # in the order of the placeholders
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
