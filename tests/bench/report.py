@@ -78,6 +78,9 @@ def bars(r: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
     cap = r.get("capacity")
     if cap:
         rows.append(("Capacity: conversations streaming at 30 tokens/s per process (first-event p99 <= 100 ms, no answer late)", f"{cap['conversations_per_process']} per process, {cap['conversations_per_core']} per core of server CPU", "(reported)", None))
+    so = r.get("sources")
+    if so:
+        rows += source_bars(so)
     lost = dup = ooo = mism = 0
     for turnset in _integrity_blocks(r):
         lost += turnset.get("gaps", 0) + turnset.get("missing_terminal", 0)
@@ -90,6 +93,25 @@ def bars(r: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
     rows.append(("Lost / duplicated / out-of-order events (all scenarios)", f"{lost} / {dup} / {ooo}; streamed != persisted text: {mism}{extra}", "0 / 0 / 0",
                  lost == dup == ooo == mism == 0 and ("redis" not in r or (r["redis"]["follower_b"]["resync_errors"] == 0 and r["redis"]["follower_b"]["streams_differing_from_a"] == 0))))
     return rows
+
+
+SOURCE_P50_MS = 100  # a search the assistant runs before it answers: a person should not wait on it
+SOURCE_PRECISION = 0.9  # tests/tools/test_sources.py holds the shipped corpus to the same bar
+SOURCE_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+
+
+def source_bars(so: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """The sources scenario's bars: search time at its object count on each backend, and precision of the top 8."""
+    b = so["backends"]
+    n = f"{so['objects']:,}"
+    times = "; ".join(f"{SOURCE_NAMES.get(k, k)} {x['p50_ms']} / {x['p95_ms']} ms" for k, x in b.items())
+    prec = "; ".join(f"{SOURCE_NAMES.get(k, k)} {x['precision_at_8']} (no match: {x['no_match_correct']} / {x['no_match_total']} empty)" for k, x in b.items())
+    return [
+        (f"Source search at {n} objects, p50 / p95 (demo queries, top 8; SQLite FTS5, PostgreSQL full-text)", times,
+         f"p50 <= {SOURCE_P50_MS} ms", all(x["p50_ms"] <= SOURCE_P50_MS for x in b.values())),
+        (f"Source search precision of the top 8 at {n} objects (demo queries)", prec, f">= {SOURCE_PRECISION}, no-match queries empty",
+         all(x["precision_at_8"] >= SOURCE_PRECISION and x["no_match_correct"] == x["no_match_total"] for x in b.values())),
+    ]
 
 
 def _integrity_blocks(r: dict[str, Any]) -> list[dict[str, Any]]:
@@ -210,6 +232,19 @@ def markdown(meta: dict[str, Any], r: dict[str, Any]) -> str:
             L.append(f"| {level} | {x['first_event_p50_ms']} / {x['first_event_p99_ms']} ms | {x['late_answers']} / {x['turns']} | {x['failed']} | {x['server_cpu_share']} | {x['client_cpu_share']} |")
         L.append(f"\nConversations per process: {cap['conversations_per_process']}; per core of server CPU: {cap['conversations_per_core']}. "
                  "The bench client shares the machine's cores with the server: on 2 cores it is part of the limit.")
+    so = r.get("sources")
+    if so:
+        sm = meta.get("sources")
+        where = (f" (`{sm['command']}` on {sm['date']}, commit `{sm['commit']}`; other processes, the database server included, "
+                 f"used {sm['other_load_cores']} cores)") if sm else ""
+        L += ["", f"## Source search at {so['objects']:,} objects (the demo's articles source){where}", "",
+              f"The shipped corpus copied to {so['objects']:,} objects, each index rebuilt with `chat_sources_rebuild`, then "
+              f"`source_search` (top 8) over the {next(iter(so['backends'].values()))['queries']} demo queries of `search_quality`, {so['rounds']} rounds after a warm-up round.", "",
+              "| backend | search p50 / p95 | precision of the top 8 | no-match queries empty | searches | seeding | index rebuild |",
+              "|---|---|---|---|---|---|---|"]
+        for k, x in so["backends"].items():
+            L.append(f"| {SOURCE_NAMES.get(k, k)} | {x['p50_ms']} / {x['p95_ms']} ms | {x['precision_at_8']} | {x['no_match_correct']} / {x['no_match_total']} | "
+                     f"{x['searches']} | {x['seed_s']} s | {x['index_s']} s |")
     x = r.get("redis")
     if x:
         a, b = x["owner_a"], x["follower_b"]
@@ -228,7 +263,10 @@ def readme_table(result: dict[str, Any]) -> str:
     lines = [START,
              f"Generated from [tests/bench/results/latest.json](tests/bench/results/latest.json) (`{meta['command']}`, "
              f"{meta['date']}, commit `{meta['commit']}`, {meta['machine']}; other processes used "
-             f"{max(meta['other_load_cores'].values(), default=0)} cores at most during a scenario). Every scenario: "
+             f"{max(meta['other_load_cores'].values(), default=0)} cores at most during a scenario"
+             + (f"; source search: `{meta['sources']['command']}`, {meta['sources']['date']}, commit `{meta['sources']['commit']}`, "
+                f"other processes {meta['sources']['other_load_cores']} cores" if "sources" in meta else "")
+             + "). Every scenario: "
              "[tests/bench/results/latest.md](tests/bench/results/latest.md).", "",
              "| Bar | Measured | Target | Result |", "|---|---|---|---|"]
     lines += [f"| {b['bar']} | {b['measured']} | {b['target']} | {b['result']} |" for b in result["bars"]]

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.bench import frames as frame_sets
+from tests.bench import frames as frame_sets, sources as sources_bench
 from tests.bench.client import Turn, integrity, latency, ms, pct, read_run, relay_turn, send_frame, sse_turn, ws_open, ws_turn
 from tests.bench.peer import ChainlitClient, chainlit_server, chainlit_venv
 from tests.bench.report import bars, markdown, ratio, readme_write, verdict
@@ -34,7 +34,8 @@ from tests.bench.words import answer_text
 
 VAR = ROOT / "var" / "bench"
 RESULTS = Path(__file__).resolve().parent / "results"
-SCENARIOS = ("sequential", "throughput", "concurrent", "idle", "dbwrites", "history", "peers", "servers", "capacity", "redis")
+SCENARIOS = ("sequential", "throughput", "concurrent", "idle", "dbwrites", "history", "peers", "servers", "capacity", "redis", "sources")
+SERVERLESS = ("redis", "sources")  # scenarios that start their own processes, not the shared app server
 N_USERS = 110
 SECRET = "bench-" + "x" * 50
 
@@ -43,11 +44,11 @@ PARAMS: dict[str, dict[str, Any]] = {
     "full": {"seq_turns": 300, "sse_turns": 100, "tput_tokens": 5000, "tput_rounds": 5, "levels": [1, 10, 50, 100],
              "conc_turns": 5, "idle": 1000, "hist_turns": 100, "redis_convs": 10, "redis_turns": 3,
              "peer_tokens": 2000, "peer_rounds": 8, "srv_turns": 100, "srv_tput_tokens": 3000, "srv_rounds": 4,
-             "cap_levels": [10, 25, 50, 100, 150, 200, 300, 400], "cap_seconds": 20},
+             "cap_levels": [10, 25, 50, 100, 150, 200, 300, 400], "cap_seconds": 20, "src_objects": 100_000, "src_rounds": 5},
     "quick": {"seq_turns": 100, "sse_turns": 30, "tput_tokens": 3000, "tput_rounds": 2, "levels": [1, 10, 50],
               "conc_turns": 2, "idle": 1000, "hist_turns": 40, "redis_convs": 5, "redis_turns": 2,
               "peer_tokens": 2000, "peer_rounds": 3, "srv_turns": 40, "srv_tput_tokens": 2000, "srv_rounds": 2,
-              "cap_levels": [10, 25, 50, 100, 200], "cap_seconds": 10},
+              "cap_levels": [10, 25, 50, 100, 200], "cap_seconds": 10, "src_objects": 10_000, "src_rounds": 2},
 }
 TURN = "bench:tokens=100"  # the standard turn: 100 tokens, instant model
 PACED = "bench:tokens=100,rate=100"  # 100 tokens at 100 tokens/s (a 1 s answer)
@@ -790,7 +791,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="run only these (repeatable)")
     ap.add_argument("--profile", action="store_true", help="cProfile the app (sequential, throughput and history scenarios; py-spy too, if found, in throughput)")
     ap.add_argument("--py-spy", default=os.environ.get("PY_SPY") or shutil.which("py-spy"), help="py-spy binary for --profile")
-    ap.add_argument("--pg-url", help="redis scenario: PostgreSQL server URL to create its database through (BENCH_PG_URL)")
+    ap.add_argument("--pg-url", help="redis and sources scenarios: PostgreSQL server URL to create their databases through (BENCH_PG_URL)")
     ap.add_argument("--pg-db", help="redis scenario: name of the database it creates and drops (BENCH_PG_DB)")
     ap.add_argument("--redis-url", help="redis scenario: Redis URL with its DB number (BENCH_REDIS_URL, default DB 11)")
     args = ap.parse_args(argv)
@@ -810,13 +811,16 @@ def main(argv: list[str] | None = None) -> int:
     }
     load: dict[str, float] = {}
     try:
-        bench.start(need_app=any(s != "redis" for s in chosen))
+        bench.start(need_app=any(s not in SERVERLESS for s in chosen))
         for name in chosen:
             log(f"scenario {name}")
             t = time.perf_counter()
             busy0, ours0 = machine_busy(), own_cpu() + bench.servers_cpu()
             if name == "redis":
                 bench.redis_scenario()
+            elif name == "sources":  # tests/bench/sources.py: SQLite and PostgreSQL, each in a process of its own
+                p = PARAMS[mode]
+                bench.results["sources"] = sources_bench.measure(p["src_objects"], p["src_rounds"], os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/test").rsplit("/", 1)[0])
             else:
                 asyncio.run(runners[name]())
             wall = time.perf_counter() - t
