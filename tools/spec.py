@@ -110,6 +110,15 @@ def approval_fields(schema: dict[str, Any], tool_input: dict[str, Any]) -> list[
     return rows
 
 
+def input_labels(schema: dict[str, Any]) -> dict[str, str]:
+    """Each property of an input schema -> its label in the active language (`field_label`), in the schema's order: what
+    a client labels a call's input with when its server sent no fields (the tray's tool cards)."""
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return {}
+    return {key: field_label(key, prop if isinstance(prop, dict) else {}) for key, prop in list(props.items())[:APPROVAL_FIELDS_MAX]}
+
+
 def field_label(key: str, prop: dict[str, Any]) -> str:
     """A property's label, translated when the catalogs know it: its schema title when someone wrote one (mark it with
     gettext_noop: `Field(title=gettext_noop("Stream"))`), else derived from its key. Pydantic's automatic title ("New

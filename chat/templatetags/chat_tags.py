@@ -29,9 +29,12 @@ from django.utils.translation import get_language
 from chat.attachments import ACCEPTED_TYPES
 from chat.conf import chat_settings
 from chat.models import PREFERENCES_MAX_CHARS
-from pages.access import access_for, user_page_denied
-from pages.registry import DEFAULT_PAGE, registry as page_registry
+from pages.access import Access, access_for, user_page_denied
+from pages.registry import DEFAULT_PAGE, PageSpec, registry as page_registry
 from pages.starters import page_starters
+from tools.access import tools_filter
+from tools.registry import registry as tool_registry
+from tools.spec import input_labels
 
 register = template.Library()
 
@@ -90,21 +93,35 @@ def provider_label() -> str:
     return str(getattr(provider, "label", "") or "")
 
 
+def tool_fields(spec: PageSpec, context: dict[str, Any], access: Access) -> dict[str, dict[str, str]]:
+    """The labels of the inputs of the tools this page offers this user (its own, its tabs', the global ones): tool
+    name -> {key: label}, in the active language. A tool card shows its call's input with them (as an approval does)."""
+    names = dict.fromkeys([*spec.tool_names(context), *tool_registry.global_names()])
+    tools = [tool for name in names if (tool := tool_registry.get(name)) is not None and not tool.problems]
+    allowed = tools_filter(access, tools).allowed if tools else []
+    return {tool.name: labels for tool in allowed if (labels := input_labels(tool.input_schema))}
+
+
 def tray_config(request: HttpRequest | None, user: AbstractBaseUser | AnonymousUser, page: str, page_context: dict[str, Any] | None) -> dict[str, Any]:
     """The JSON the tray boots from; `context` is what the page wants sent with every message."""
     language = get_language() or settings.LANGUAGE_CODE  # the page's language: the tray speaks it
     spec = page_registry.get(page) if page in page_registry else DEFAULT_PAGE
+    access = access_for(user)
+    context = {**(page_context or {}), "current_page": page}
     return {
         "page": page,
         # what people read for the page, and for the pages the conversation list names; "" for an unregistered page
         "page_title": spec.display_title() if page in page_registry else "",
         "page_titles": {p.name: p.display_title() for p in page_registry},
         # the welcome's first questions, as buttons that send them (pages.starters)
-        "starters": page_starters(spec, {**(page_context or {}), "current_page": page}, access_for(user)),
+        "starters": page_starters(spec, context, access),
+        # what a tool card labels its call's input with (tool name -> {key: label}): fields, never JSON; none on an
+        # unregistered page (its cards name the keys in words, and its tray renders without a database query)
+        "tool_fields": tool_fields(spec, context, access) if page in page_registry else {},
         "language": language,
         # Django's JavaScript catalog of the tray's strings in that language, under the host's mount
         "i18n_url": f"{reverse('pagechat:jsi18n')}?{urlencode({'lang': language})}",
-        "context": {**(page_context or {}), "current_page": page},
+        "context": context,
         "ws_url": reverse("pagechat:websocket"),
         "api_base": reverse("pagechat:root"),
         "is_staff": bool(getattr(user, "is_staff", False)),

@@ -90,8 +90,8 @@ def demo_page(chromium: Browser) -> Iterator[Callable[..., Page]]:
     """demo_page(server, path) -> a new tab of a logged-in demo user at `path`, recording what the tray shows."""
     contexts: list[BrowserContext] = []
 
-    def make(server: LiveServer, path: str) -> Page:
-        context = chromium.new_context(viewport=WIDE, storage_state=_login(chromium, server))
+    def make(server: LiveServer, path: str, user: str = "demo") -> Page:
+        context = chromium.new_context(viewport=WIDE, storage_state=_login(chromium, server, user))
         contexts.append(context)
         page = watched_page(context, TIMEOUT_MS)
         page.add_init_script(TRAY_TEXTS)
@@ -189,6 +189,56 @@ def test_demo_approval_says_what_it_will_do_once_and_a_tool_turn_shows_no_intern
     assert_clean(page)
 
 
+def test_demo_tool_card_lists_its_input_as_labelled_fields_and_json_only_for_staff(
+        demo_page: Callable[..., Page], site_server: LiveServer) -> None:
+    """A tool card's input, expanded, is a labelled list as an approval's (the page's labels for its tools: "Stream",
+    "New name"; else the key in words: "Query"), never JSON; staff alone also see the input as sent, under Diagnostics."""
+    for user in ("alice", "demo"):  # alice is no staff member; demo is
+        page = demo_page(site_server, "/reports/", user=user)
+        open_tray(page)
+        send(page, "search articles about CRISPR")
+        expect(final_messages(page)).to_have_count(1)
+        wait_idle(page)
+        card = final_messages(page).last.locator(".chat-tool-card")
+        header = card.locator(".chat-tool-card__header")
+        expect(header).to_have_accessible_name("Search articles")
+        header.click()
+        body = card.locator(".chat-tool-card__body")
+        fields = body.locator("dl.chat-tool-card__fields")
+        expect(fields.locator("dt")).to_have_text(["Query"])
+        expect(fields.locator("dd")).to_have_text(["CRISPR"])
+        expect(fields).not_to_contain_text("{")
+        raw = body.locator("details.chat-tool-card__raw")
+        if user == "alice":
+            expect(raw).to_have_count(0)
+            expect(body).not_to_contain_text('"query"')
+            assert "{" not in body.inner_text(), body.inner_text()
+            screenshot(page, "words_tool_card_fields")
+        else:
+            expect(raw.locator("pre")).to_be_hidden()  # collapsed until asked for
+            raw.locator("summary").click()
+            expect(raw.locator("summary")).to_have_text("Diagnostics")
+            expect(raw.locator("pre")).to_contain_text('"query": "CRISPR"')
+        assert not seen_names(page), seen_names(page)
+        assert_clean(page)
+
+    # the streams list's own tool: its schema's labels, as its approval lists them
+    theirs = _stream_id(site_server, "Heart Failure Therapies", owner="alice")
+    page = demo_page(site_server, "/research-streams/", user="alice")
+    open_tray(page)
+    send(page, f"Rename stream {theirs} to Cardio Radar")
+    page.get_by_role("group", name="Approval needed: Rename stream").get_by_role("button", name="Deny").click()
+    expect(final_messages(page)).to_have_count(1)
+    wait_idle(page)
+    card = final_messages(page).last.locator(".chat-tool-card")
+    card.locator(".chat-tool-card__header").click()
+    fields = card.locator("dl.chat-tool-card__fields")
+    expect(fields.locator("dt")).to_have_text(["Stream", "New name"])
+    expect(fields.locator("dd")).to_have_text([str(theirs), "Cardio Radar"])
+    assert "{" not in card.inner_text()
+    assert_clean(page)
+
+
 # ---- the test suite's host page (the tray harness) ---------------------------------------------------------------
 
 
@@ -275,7 +325,8 @@ def test_host_page_starters_titles_and_approvals_a_person_can_judge(chromium: Br
 
 
 def test_host_page_from_a_server_before_titles_still_works(chromium: Browser, host: FakeProtocolServer) -> None:
-    """An older server sends no title, summary or fields: the tray shows the tool's name and its input as it came."""
+    """An older server sends no title, summary or fields: the tray shows the tool's name and its input as labelled
+    fields it makes itself (never JSON)."""
     async def script(run: FakeRun, frame: dict[str, Any]) -> None:
         run.emit("tool_approval", tool="legacy_tool", input={"a": 1}, tool_use_id="toolu_c")
         await run.wait_approval("toolu_c")
@@ -287,7 +338,9 @@ def test_host_page_from_a_server_before_titles_still_works(chromium: Browser, ho
     open_tray(page)
     send(page, "go")
     card = page.get_by_role("group", name="Approval needed: legacy_tool")
-    expect(card.locator("pre")).to_contain_text('"a": 1')
+    expect(card.locator(".chat-approval__fields dt")).to_have_text(["A"])
+    expect(card.locator(".chat-approval__fields dd")).to_have_text(["1"])
+    expect(card).not_to_contain_text("{")
     expect(page.locator("#chat-tray-panel").get_by_text("Waiting for your approval", exact=True)).to_have_count(1)
     card.get_by_role("button", name="Deny").click()
     expect(final_messages(page)).to_have_count(1)

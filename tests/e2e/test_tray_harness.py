@@ -250,7 +250,11 @@ def test_streamed_turn_thinking_progress_tool_cards_chips(page: Page, server: Fa
     expect(card.locator(".chat-tool-card__body")).to_be_hidden()
     toggle.click()
     expect(toggle).to_have_attribute("aria-expanded", "true")
-    expect(card.locator(".chat-tool-card__body")).to_contain_text('"query": "CRISPR"')
+    # its input as labelled fields (no tool_fields in this config: the key in words), never JSON: not staff here
+    expect(card.locator(".chat-tool-card__fields dt")).to_have_text(["Query"])
+    expect(card.locator(".chat-tool-card__fields dd")).to_have_text(["CRISPR"])
+    expect(card.locator(".chat-tool-card__body")).not_to_contain_text('"query"')
+    expect(card.locator(".chat-tool-card__raw")).to_have_count(0)
     expect(card.locator(".chat-tool-card__body")).to_contain_text("Found 2 articles: A, B")
     expect(page.get_by_role("button", name="Send")).to_be_visible()
     shot(page, "04_final_with_tool_card_chips_actions")

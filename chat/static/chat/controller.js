@@ -12,6 +12,7 @@
 import { getContext } from "./registry.js";
 import { chatSendFrame } from "./protocol.js";
 import { LiveTurn } from "./live.js";
+import { fieldLabels } from "./fields.js";
 import { HistoryView } from "./history.js";
 import { payloadOpensPanel, showDiagnostics, showPayload } from "./panel.js";
 import { runSuggestedAction } from "./actions.js";
@@ -454,7 +455,11 @@ export class Tray {
   }
 
   beginLive() {
-    this.live = new LiveTurn({ approve: (id, ok) => this.protocol.approve(id, ok), copy: (text, btn) => this.copy(text, btn) });
+    this.live = new LiveTurn({
+      approve: (id, ok) => this.protocol.approve(id, ok),
+      copy: (text, btn) => this.copy(text, btn),
+      labels: (tool) => fieldLabels(this.config, tool), // an approval from a server that sends no fields
+    });
     this.view.appendMessage(this.live.el, { force: true });
     this.view.setBusy(true);
   }

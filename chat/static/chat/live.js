@@ -3,12 +3,13 @@
  * amber tool-progress cards and tool-approval cards. It owns only presentation; the tray
  * feeds it protocol events and replaces it with the final message when the run ends.
  */
-import { h, button, icon, ICONS, jsonText } from "./dom.js";
+import { h, button, icon, ICONS } from "./dom.js";
 import { renderText, withoutPartialMarker } from "./markdown.js";
 import { gettext, interpolate, interpolateNodes, serverText } from "./i18n.js";
+import { fieldList, inputFields } from "./fields.js";
 
 export class LiveTurn {
-  /** @param {{approve(toolUseId, approved), copy?(text, button)}} callbacks */
+  /** @param {{approve(toolUseId, approved), copy?(text, button), labels?(tool): object|null}} callbacks */
   constructor(callbacks) {
     this.callbacks = callbacks;
     this.text = "";
@@ -120,7 +121,7 @@ export class LiveTurn {
         { class: "chat-approval", role: "group", "aria-label": interpolate(gettext("Approval needed: %(tool)s"), { tool: name }), dataset: { toolUseId: String(toolUseId) } },
         h("div", { class: "chat-approval__status", role: "status" }, gettext("Waiting for your approval")),
         h("div", { class: "chat-approval__title" }, ...interpolateNodes(gettext("Allow %(tool)s?"), { tool: h("strong", {}, name) })),
-        approvalDetails(input, summary, fields),
+        approvalDetails(input, summary, fields, this.callbacks.labels?.(tool) ?? null),
         actions,
       ),
     );
@@ -173,17 +174,10 @@ export class LiveTurn {
 /**
  * What a person judges a pending call by: the tool's own sentence (`summary`), else its input as labelled fields, both
  * as text (they carry what the model and the database said: never HTML). A server before these additions sent
- * neither: then the input as it came.
+ * neither: then the fields are made here from the input (`labels`: the tray config's for the tool), never JSON.
  */
-export function approvalDetails(input, summary, fields) {
-  const rows = Array.isArray(fields) ? fields.filter((f) => f && typeof f.label === "string") : null;
+export function approvalDetails(input, summary, fields, labels = null) {
   if (typeof summary === "string" && summary) return h("p", { class: "chat-approval__summary" }, summary);
-  if (rows) {
-    return h(
-      "dl",
-      { class: "chat-approval__fields" },
-      rows.flatMap((f) => [h("dt", {}, f.label), h("dd", {}, String(f.value ?? ""))]),
-    );
-  }
-  return h("pre", { class: "chat-pre" }, jsonText(input ?? {}));
+  const rows = Array.isArray(fields) ? fields.filter((f) => f && typeof f.label === "string") : inputFields(input, labels);
+  return fieldList(rows, "chat-approval__fields");
 }

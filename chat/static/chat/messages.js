@@ -9,6 +9,7 @@ import { runSuggestedAction } from "./actions.js";
 import { findPayloadHandler } from "./registry.js";
 import { acceptsProposal, decidesProposal } from "./proposals.js";
 import { linkCitations, sourcesList } from "./sources.js";
+import { fieldLabels, fieldList, inputFields } from "./fields.js";
 import { formatNumber, gettext, gettext_noop, interpolate, outcomeLabel, titleInSentence } from "./i18n.js";
 
 const STYLES = new Set(["primary", "secondary", "warning"]);
@@ -156,17 +157,30 @@ function messageActions(message, tray, shown = () => message) {
   return bar;
 }
 
-/** Collapsible card for tool_history[index]; collapsed by default. */
-export function toolCard(index, entry) {
+/**
+ * Collapsible card for tool_history[index]; collapsed by default. Its input shows as labelled fields, as an approval
+ * shows them (fields.js; `labels` names the keys, the tray config's for the tool); the input as sent (JSON) only
+ * to staff (`staff`), under "Diagnostics" in the card.
+ */
+export function toolCard(index, entry, { labels = null, staff = false } = {}) {
   // its title (protocol addition); an answer stored or sent before titles has its name only
   const name = entry?.title || entry?.tool_name || entry?.tool || `tool ${index}`;
+  const rows = inputFields(entry?.input ?? {}, labels);
   const details = h(
     "div",
     { class: "chat-tool-card__body", hidden: true },
     h("div", { class: "chat-tool-card__label" }, gettext("Input")),
-    h("pre", { class: "chat-pre" }, jsonText(entry?.input ?? {})),
+    rows.length ? fieldList(rows, "chat-tool-card__fields") : h("p", { class: "chat-muted" }, gettext("No input")),
     h("div", { class: "chat-tool-card__label" }, gettext("Output")),
     h("pre", { class: "chat-pre" }, jsonText(entry?.output ?? "")),
+    staff
+      ? h(
+          "details",
+          { class: "chat-tool-card__raw" },
+          h("summary", {}, gettext("Diagnostics")),
+          h("pre", { class: "chat-pre" }, jsonText(entry?.input ?? {})),
+        )
+      : null,
   );
   const toggle = h(
     "button",
@@ -189,7 +203,10 @@ export function toolCard(index, entry) {
  */
 function messageBody(message, tray) {
   const body = h("div", { class: "chat-bubble chat-bubble--assistant chat-md" });
-  const card = (index) => toolCard(index, (message.tool_history || [])[index]);
+  const card = (index) => {
+    const entry = (message.tool_history || [])[index];
+    return toolCard(index, entry, { labels: fieldLabels(tray.config, entry?.tool_name), staff: Boolean(tray.config?.is_staff) });
+  };
   const options = { copyCode: (text, btn) => tray.copy(text, btn), highlight: true };
   const rendered = message.message_html ? renderHtml(message.message_html, card, options) : renderText(message.content, card, options);
   // an earlier version (the pager) has no sources of its own: its references stay text and it has no list

@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.test import RequestFactory
 from django.utils import translation
+from django.utils.translation import gettext
 
 from chat.agent.types import ToolContext
 from chat.events import ToolApprovalEvent
@@ -133,6 +134,23 @@ def test_every_demo_page_has_a_title_and_three_or_four_starters(user: Any, page:
         german_config = tray_config(request, user, page, {"stream_id": 1, "active_tab": "semantic"})
     assert german_config["page_title"] == german and german_config["page_titles"]["streams_list"] == "Forschungsströme"
     assert len(german_config["starters"]) == len(config["starters"]) and not set(german_config["starters"]) & set(config["starters"])
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "es", "fr"])
+def test_the_tray_config_labels_the_input_of_the_tools_the_page_offers(user: Any, other_user: Any, lang: str) -> None:
+    """`tool_fields`: tool name -> {key: label} in the page's language, the labels a tool card shows its call's input
+    with (as an approval does); only the tools this page offers this user."""
+    request = RequestFactory().get("/")
+    with translation.override(lang):
+        config = tray_config(request, user, "edit_research_stream", {"stream_id": 1, "active_tab": "retrieval"})
+        fields = config["tool_fields"]
+        assert fields["rename_stream"] == {"stream_id": gettext("Stream"), "new_name": gettext("New name")}
+        assert set(fields["preview_query"]) == {"query", "limit"} and "calculate" in fields  # the tab's tool, a global one
+        assert "search_articles" not in fields  # another page's tool
+        if lang != "en":
+            assert fields["rename_stream"]["stream_id"] != "Stream"
+        withheld = tray_config(request, other_user, "streams_list", None)["tool_fields"]
+    assert "rename_stream" not in withheld  # a user without the permission may not rename: its tool's labels are not sent
 
 
 def test_an_unregistered_page_has_no_title_and_general_starters() -> None:
