@@ -64,6 +64,7 @@ class PromptInput:
     tools: Sequence[tuple[str, str]] = ()  # (name, description)
     tool_titles: Mapping[str, str] = field(default_factory=dict)  # name -> what people read for the tool ("Search articles")
     page_title: str = ""  # what people read for the page ("Research streams")
+    tab_title: str = ""  # what people read for the page's active tab ("Retrieval"), "" without one
     payload_instructions: Sequence[str] = ()
     client_actions: Sequence[tuple[str, str, Sequence[str]]] = ()  # (action, description, parameters)
     server_actions: Sequence[tuple[str, str, Sequence[str]]] = ()
@@ -117,6 +118,8 @@ def system_prompt_build(p: PromptInput) -> str:
         ctx_lines.append("Request context:\n" + as_data("request_context", _compact(shown, 2000)))
     if p.page_title.strip():  # the page's own registration: trusted, one line
         ctx_lines.append(f"Page title: {' '.join(p.page_title.split())}")
+    if p.tab_title.strip():  # the page's registration too: the tab named as people read it, not its key
+        ctx_lines.append(f"Tab title: {' '.join(p.tab_title.split())}")
     ctx_lines.append(f"Interaction type: {p.interaction_type}. {INTERACTION_NOTES.get(p.interaction_type, '')}")
     if p.action_metadata:
         ctx_lines.append("Action:\n" + as_data("action", _compact(p.action_metadata, 1000)))

@@ -72,6 +72,13 @@ class TabSpec:
     tools: tuple[str, ...] = ()
     payloads: tuple[str, ...] = ()
     subtabs: dict[str, TabSpec] = field(default_factory=dict)
+    # What people read for the tab ("Retrieval"; a lazy translation is translated where it is shown); "" derives it
+    # from the name, through the catalogs
+    title: str | Promise = ""
+
+    def display_title(self) -> str:
+        """The tab's title in the active language (its own, else derived from its name)."""
+        return title_shown(self.title, self.name)
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,7 @@ def turn_plan_build(*, user: User, conversation_id: int, frame: ChatSend, upto_m
         tools=[(t.name, t.description) for t in tools.values()],
         tool_titles=titles,
         page_title=page.display_title() if page.name in page_registry else "",
+        tab_title=chain[0].display_title() if (chain := page.tab_chain(context)) else "",
         payload_instructions=[p.instructions() for p in payload_specs if p.source == "llm"],
         client_actions=[(a.action, a.description, a.parameters) for a in (*BUILTIN_CLIENT_ACTIONS, *page.client_actions)],
         server_actions=[(a.action, a.description, a.parameters) for a in actions],

@@ -6,8 +6,11 @@ import json
 import operator
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Annotated
 
-from django.utils.translation import gettext_lazy as _
+from django.utils.dates import MONTHS, WEEKDAYS
+from django.utils.translation import gettext, gettext_lazy as _, gettext_noop
+from pydantic import Field
 
 from chat.agent.types import ToolContext, ToolResult
 from tools.registry import tool
@@ -26,7 +29,14 @@ def get_payload(payload_id: str, *, ctx: ToolContext) -> ToolResult:
 @tool(is_global=True, title=_("Current time"))
 def get_current_time() -> str:
     """Get the current date and time (UTC)."""
-    return datetime.now(UTC).strftime("%A %d %B %Y, %H:%M UTC")
+    return time_said(datetime.now(UTC))
+
+
+def time_said(now: datetime) -> str:
+    """A moment as the user's language says it, its day and month by name ("Sunday 29 November 2026, 03:40 UTC",
+    German "Sonntag, 29. November 2026, 03:40 UTC"): what the tool returns is shown to the user too."""
+    return gettext("%(weekday)s %(day)s %(month)s %(year)s, %(time)s UTC") % {
+        "weekday": WEEKDAYS[now.weekday()], "day": now.day, "month": MONTHS[now.month], "year": now.year, "time": f"{now:%H:%M}"}
 
 
 _OPS: dict[type[ast.AST], Callable[..., float]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -34,7 +44,7 @@ _OPS: dict[type[ast.AST], Callable[..., float]] = {ast.Add: operator.add, ast.Su
 
 
 @tool(is_global=True, title=_("Calculator"))
-def calculate(expression: str) -> str:
+def calculate(expression: Annotated[str, Field(title=gettext_noop("Expression"))]) -> str:
     """Evaluate an arithmetic expression such as "(2 + 3) * 4 / 7" (numbers, + - * / % ** and parentheses)."""
     def ev(node: ast.AST) -> float:
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):

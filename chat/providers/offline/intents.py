@@ -12,6 +12,7 @@ from typing import Any
 from django.utils import translation
 from django.utils.translation import gettext as _, gettext_noop, ngettext
 
+from chat.providers.offline.languages import glossary
 from chat.providers.offline.reading import (
     PAGE_WORDS,
     REQUEST_CONTEXT,
@@ -262,8 +263,30 @@ def _type_named(reading: Reading, offer: PayloadOffer) -> int:
 
 
 def _offer_hits(reading: Reading, offer: PayloadOffer) -> int:
-    """Words shared with the offer's description, twice for words of its type's name."""
-    return len(reading.user_words & offer.own_words()) + 2 * _type_named(reading, offer)
+    """Words shared with the offer's description, twice for words of its type's name; in another language than English
+    its title as that language names it counts as its name (the words this model's chips for it send)."""
+    hits = len(reading.user_words & offer.own_words()) + 2 * _type_named(reading, offer)
+    return hits + 4 * (not speaks_english() and _said_whole(offer.shown, reading.written_text))
+
+
+def _said_whole(title: str, text: str) -> bool:
+    """`title` is in `text` as whole words, whatever the case ("Forschungsstrom-Vorschläge vorschlagen")."""
+    title = " ".join(title.split()).casefold()
+    return bool(title) and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", " ".join(text.split()).casefold()) is not None
+
+
+def offer_chip(offer: PayloadOffer, chip_label: str | None = None) -> dict[str, str]:
+    """A chip asking for a proposal of `offer`: labelled "Suggest <its title>" (or `chip_label`), sending "propose <type>"
+    in English, in another language its label's words (the type's title in them is read back: `_offer_hits`)."""
+    asks = _("Suggest %(type)s") % {"type": in_sentence(offer.shown)}
+    return {"label": chip_label or asks, "value": f"propose {label(offer.type)}" if speaks_english() else asks}
+
+
+def tool_chip(r: Reading, tool: dict[str, Any]) -> dict[str, str]:
+    """A chip for a tool: labelled by its title, sending its description's first sentence in English, in another
+    language its title (descriptions are English, for a model; the title is read back: `_title_said`)."""
+    title = r.tool_title(tool["name"])
+    return {"label": title, "value": tool.get("description", tool["name"]).split(".")[0] if speaks_english() else title}
 
 
 def best_offer(reading: Reading) -> tuple[PayloadOffer | None, int, bool]:
@@ -629,7 +652,10 @@ def propose(r: Reading) -> Reply:
     """Propose a payload: the user asked for a change and the page offers one; the subject is theirs or the page's."""
     offer, _hits, _tied = best_offer(r)
     offer = offer or r.payloads[0]
-    subject = " ".join(subject_words(r.user_text, exclude=offer.own_words() | {norm(w) for w in words(offer.type)}))[:60]
+    named = offer.own_words() | {norm(w) for w in words(offer.type)}
+    if not speaks_english() and _said_whole(offer.shown, r.written_text):  # its chip's words: its title names it, no subject
+        named |= words(offer.shown) | words(glossary.gloss(offer.shown, r.language))
+    subject = " ".join(subject_words(r.user_text, exclude=named))[:60]
     needs_topic = "{topic}" in json.dumps(offer.example).lower()
     topic = subject or entity_topic(r)
     if needs_topic and not topic:
@@ -655,7 +681,7 @@ def _match_clarify(r: Reading) -> float:
 @intent("clarify", _match_clarify)
 def clarify(r: Reading) -> Reply:
     """A change request that could mean several things: ask which, with chips."""
-    values = [{"label": o.shown, "value": f"propose {label(o.type)}"} for o in r.payloads][:4]
+    values = [offer_chip(o, o.shown) for o in r.payloads][:4]
     return Reply(join(_("I can prepare several things here. Which one do you mean?"), values_line(values)))
 
 
@@ -686,8 +712,11 @@ def _best_tool(r: Reading) -> tuple[dict[str, Any] | None, int]:
 
 
 def _title_said(r: Reading, name: str, text: str) -> bool:
-    """The tool's title (of two words or more) is in `text`, whatever the case: "Search articles about CRISPR"."""
+    """The tool's title (of two words or more) is in `text`, whatever the case: "Search articles about CRISPR"; or the
+    message as written is its title, of any length (this model's chip for the tool in another language: "Rechner")."""
     title = r.tool_title(name).casefold()
+    if title and " ".join(r.written_text.split()).casefold() == " ".join(title.split()):
+        return True
     return " " in title and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text.casefold()) is not None
 
 
@@ -819,13 +848,13 @@ def answer_from_page(r: Reading) -> Reply:
     where = _where(r)
     if where:
         text += f"\n\n{where}"
-    values = [{"label": _("Suggest %(type)s") % {"type": in_sentence(o.shown)}, "value": f"propose {label(o.type)}"} for o in r.payloads][:2]
+    values = [offer_chip(o) for o in r.payloads][:2]
     return Reply(join(text, values_line(values)))
 
 
 def _where(r: Reading) -> str:
     if r.active_tab:
-        return _("You are on the **%(tab)s** tab.") % {"tab": r.active_tab}
+        return _("You are on the **%(tab)s** tab.") % {"tab": r.tab_title}
     return ""
 
 
@@ -897,9 +926,8 @@ def _abilities_sentence(r: Reading) -> str:
 
 def _ability_values(r: Reading) -> list[dict[str, Any]]:
     """Chips for what the page offers: two of its tools, two of its payload types, and a question about the page."""
-    values = [{"label": r.tool_title(t["name"]), "value": t.get("description", t["name"]).split(".")[0]}
-              for t in r.tools if t["name"] != "get_payload"][:2]
-    values += [{"label": _("Suggest %(type)s") % {"type": in_sentence(o.shown)}, "value": f"propose {label(o.type)}"} for o in r.payloads][:2]
+    values = [tool_chip(r, t) for t in r.tools if t["name"] != "get_payload"][:2]
+    values += [offer_chip(o) for o in r.payloads][:2]
     if r.facts:
         values.append({"label": _("What is this?"), "value": _("What is this about?")})
     return values[:4]

@@ -347,6 +347,16 @@ class Reading:
         return m.group(1).strip() if m else (title_shown("", self.page) if self.page else "")
 
     @cached_property
+    def tab_title(self) -> str:
+        """The active tab's title (the prompt's `Tab title:` line outside the page's data), else its name in words
+        through the catalogs; "" without an active tab."""
+        if not self.active_tab:
+            return ""
+        outside = _DATA_BLOCKS.sub("", self.sections.get("CONTEXT", ""))
+        m = re.search(r"^Tab title: (.+)$", outside, re.M)
+        return m.group(1).strip() if m else title_shown("", self.active_tab)
+
+    @cached_property
     def language(self) -> str:
         """The user's language as the prompt's LANGUAGE section names it ("de"), else ""."""
         m = LANGUAGE_CODE.search(self.request.system)

@@ -267,3 +267,111 @@ async def test_every_starter_and_page_chip_of_the_demo_is_understood_in_the_user
             checked += 1
     await ws.close()
     assert checked >= 17
+
+
+def _intent_and_effect(done: dict[str, Any], events: list[dict[str, Any]], intent: str) -> tuple[str, list[str], str | None]:
+    """What a turn did, whatever its words: its intent, the tools it called and the payload type it proposed."""
+    return intent, [name for name, _input in tool_calls(events)], (done["custom_payload"] or {}).get("type")
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+async def test_the_chips_that_name_a_tool_or_a_payload_type_send_words_of_the_users_language(
+        lang: str, user: Any, corpus: int, settings: Any) -> None:
+    """The help answer's chips (a tool's, a payload type's) on every demo page, and the chips of a "which one?"
+    question, send words of the user's language, never a tool's English description or "propose <type>", and each
+    does what its English chip does (the same intent, tool and payload type)."""
+    settings.CHAT_RATE_LIMIT_PER_MINUTE = 1000
+    stream = await sync_to_async(ResearchStream.objects.create)(owner=user, name="Heart Watch", purpose="cardiology", report_frequency="weekly")
+    pages = {
+        "home": {"current_page": "home"},
+        "reports": {"current_page": "reports"},
+        "streams_list": {"current_page": "streams_list"},
+        "edit_research_stream": {"current_page": "edit_research_stream", "entity_type": "research_stream", "entity_id": stream.pk,
+                                 "stream_id": stream.pk, "active_tab": "retrieval"},
+    }
+    asks = {"abilities": REQUESTS["abilities"][1], "which": {"en": "Change something", "de": "Ändere etwas", "es": "Cambia algo",
+                                                           "fr": "Change quelque chose"}}
+    ws, _ = await ws_connect(user)
+    named = {"tool": 0, "payload": 0}
+    for page, context in pages.items():
+        for ask in asks.values():
+            await ws.chat(ask["en"], context=context, language="en")
+            english = (await ws.until_terminal())[-1]["payload"]
+            await ws.chat(ask[lang], context=context, language=lang)
+            done = (await ws.until_terminal())[-1]["payload"]
+            assert len(done["suggested_values"]) == len(english["suggested_values"]), (page, ask[lang])
+            for english_chip, chip in zip(english["suggested_values"], done["suggested_values"], strict=True):
+                if english_chip["value"] in {t.description.split(".")[0] for t in tool_registry}:
+                    named["tool"] += 1
+                elif english_chip["value"].startswith("propose "):
+                    named["payload"] += 1
+                else:
+                    continue
+                assert chip["value"] != english_chip["value"], chip
+                assert_in_language(chip["value"], page, lang)
+                await ws.chat(english_chip["value"], context=context, language="en", interaction_type="value_selected")
+                english_events = await ws.until_terminal()
+                english_run = await Run.objects.aget(pk=english_events[-1]["payload"]["run_id"])
+                want = _intent_and_effect(english_events[-1]["payload"], english_events, english_run.diagnostics["raw_llm_response"][0]["output"]["intent"])
+                got_done, got_events, got_intent = await turn(ws, chip["value"], page, lang, **{"interaction_type": "value_selected"}) \
+                    if page != "edit_research_stream" else await _turn_in(ws, chip["value"], context, lang)
+                assert _intent_and_effect(got_done, got_events, got_intent) == want, (page, chip, want)
+                assert_in_language(got_done["message"], page, lang)
+    await ws.close()
+    assert named["tool"] >= 4 and named["payload"] >= 4, named
+
+
+async def _turn_in(ws: Any, text: str, context: dict[str, Any], lang: str) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """`turn` with the whole request context of the page (an entity's page, its tab)."""
+    await ws.chat(text, context=context, language=lang, interaction_type="value_selected")
+    events = await ws.until_terminal()
+    done = events[-1]["payload"]
+    run = await Run.objects.aget(pk=done["run_id"])
+    return done, events, run.diagnostics["raw_llm_response"][0]["output"]["intent"]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+async def test_the_time_tool_names_the_day_and_month_in_the_users_language(lang: str, user: Any) -> None:
+    """The clock's answer (the tool's output, shown to the user) names the day and the month in the user's language."""
+    from datetime import UTC, datetime
+
+    from django.utils.dates import MONTHS, WEEKDAYS
+
+    ws, _ = await ws_connect(user)
+    with translation.override(lang):
+        title = tool_registry.get("get_current_time").display_title()
+    before = datetime.now(UTC)
+    done, events, _intent = await turn(ws, title, "home", lang, interaction_type="value_selected")  # what its chip sends
+    await ws.close()
+    assert tool_calls(events) == [("get_current_time", {})]
+    output = done["tool_history"][0]["output"]
+    with translation.override(lang):
+        days = {str(WEEKDAYS[d.weekday()]) for d in (before, datetime.now(UTC))}
+        months = {str(MONTHS[d.month]) for d in (before, datetime.now(UTC))}
+    with translation.override("en"):
+        english = {str(WEEKDAYS[before.weekday()]), str(MONTHS[before.month])} - days - months
+    assert any(d in output for d in days) and any(m in output for m in months), output
+    assert not any(re.search(rf"\b{e}\b", output) for e in english), output
+    assert any(d in done["message"] for d in days), done["message"]  # and the answer says it
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+async def test_the_stream_pages_tab_is_named_as_the_page_names_it(lang: str, user: Any) -> None:
+    """On the stream's settings page the answer names the active tab by its title in the user's language (the tab's
+    link on the page), never by its key ("retrieval")."""
+    from pages.demo.forms import TABS
+
+    stream = await sync_to_async(ResearchStream.objects.create)(owner=user, name="Heart Watch", purpose="cardiology", report_frequency="weekly")
+    ws, _ = await ws_connect(user)
+    for key, tab in TABS.items():
+        context = {"current_page": "edit_research_stream", "entity_type": "research_stream", "entity_id": stream.pk,
+                   "stream_id": stream.pk, "active_tab": key}
+        with translation.override(lang):
+            ask, title = gettext("What is this about?"), tab.title
+        await ws.chat(ask, context=context, language=lang)
+        text = (await ws.until_terminal())[-1]["payload"]["message"]
+        with translation.override(lang):
+            assert gettext("You are on the **%(tab)s** tab.") % {"tab": title} in text, text
+        assert f"**{key}**" not in text and title != key.title()
+        assert not re.search(r"\bretrieval\b", text, re.I), text  # nor in the stream's facts ("Retrieval queries")
+    await ws.close()
