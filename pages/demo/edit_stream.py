@@ -225,11 +225,16 @@ register_page(PageSpec(
     name="edit_research_stream",
     identity="You are the Knowledge Horizon assistant on a research stream's settings. You propose concrete changes the user can accept into the form.",
     context_builder=edit_context,
+    # a rename approved in the chat shows in the page's heading, title and (untouched) name field at once (edit_stream.js)
+    tools=("rename_stream",),
     payloads=("validation_results",),
     tabs={
-        "semantic": TabSpec("semantic", payloads=("schema_proposal",)),
-        "retrieval": TabSpec("retrieval", tools=("preview_query",), payloads=("retrieval_proposal", "query_suggestion")),
-        "presentation": TabSpec("presentation", payloads=("presentation_categories",)),
+        # titled as the page's own tabs (forms.TABS, whose titles the catalogs translate): answers name the tab a person sees
+        "semantic": TabSpec("semantic", payloads=("schema_proposal",), title=gettext_lazy(TABS["semantic"].title_text)),
+        "retrieval": TabSpec("retrieval", tools=("preview_query",), payloads=("retrieval_proposal", "query_suggestion"),
+                             title=gettext_lazy(TABS["retrieval"].title_text)),
+        "presentation": TabSpec("presentation", payloads=("presentation_categories",),
+                                title=gettext_lazy(TABS["presentation"].title_text)),
     },
     client_actions=(ClientAction("switch_tab", "Switch the stream page to another tab", ("tab",)),),
     server_actions=(

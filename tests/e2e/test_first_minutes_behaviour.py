@@ -324,6 +324,46 @@ def test_demo_pages_show_a_rename_and_a_new_report_without_a_reload(open_page: C
     assert_clean(page)
 
 
+def test_demo_edit_page_shows_a_rename_approved_in_the_tray_without_a_reload(open_page: Callable[..., Page], behaviour_server: LiveServer) -> None:
+    """On the stream's own settings page, a rename approved in the chat (a tool, not the update_config action) shows in
+    the heading, the breadcrumb, the document's title and the name field; a name field the person has edited keeps theirs."""
+    original = "Lung Cancer Immunotherapy Monitor"
+    sid = stream_id(behaviour_server, original)
+    page = open_page(behaviour_server, f"/research-streams/{sid}/?tab=semantic")
+    heading, field = page.locator("#stream-title"), page.locator("#field-stream-name")
+    expect(heading).to_have_text(original)
+    expect(field).to_have_value(original)
+    open_tray(page)
+    send(page, f"Rename stream {sid} to Thoracic Oncology Radar")
+    approval = page.locator(".chat-approval")
+    expect(approval.locator(".chat-approval__summary")).to_have_text(f"Rename “{original}” to “Thoracic Oncology Radar”?")
+    approval.get_by_role("button", name="Approve").click()
+    expect(heading).to_have_text("Thoracic Oncology Radar")
+    expect(page.locator(".breadcrumbs [data-field=name]")).to_have_text("Thoracic Oncology Radar")
+    expect(field).to_have_value("Thoracic Oncology Radar")
+    assert page.title().startswith("Thoracic Oncology Radar ·"), page.title()
+    # the field took it as its saved value: the tab has nothing unsaved (leaving it asks nothing)
+    assert page.evaluate("(() => { const f = document.getElementById('field-stream-name'); return f.value === f.defaultValue; })()")
+    until(page, "window.__changes.length >= 1")
+    assert page.evaluate("window.__changes[0]") == {
+        "entity": "research_stream", "id": sid, "kind": "updated", "fields": {"name": "Thoracic Oncology Radar"}, "tool": "rename_stream"}
+    assert page.evaluate("window.__notReloaded") is True
+    wait_idle(page)
+    shot(page, "demo_edit_renamed_in_place")
+
+    # the person is typing a name of their own: the heading follows the next rename, their field keeps what they typed
+    field.fill("My own name")
+    send(page, f"Rename stream {sid} to {original}")
+    page.locator(".chat-approval").last.get_by_role("button", name="Approve").click()
+    expect(heading).to_have_text(original)
+    expect(field).to_have_value("My own name")
+    assert page.title().startswith(f"{original} ·"), page.title()
+    assert page.evaluate("window.__notReloaded") is True
+    wait_idle(page)
+    assert behaviour_server.query("SELECT name FROM pagechat_demo_researchstream WHERE id = ?", sid)[0][0] == original
+    assert_clean(page)
+
+
 # ---- 7: editing ---------------------------------------------------------------------------------------------
 
 

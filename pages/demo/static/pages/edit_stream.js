@@ -96,3 +96,19 @@ document.addEventListener("pagechat:refresh", (event) => {
   if (event.detail.action === "update_config") refreshMain().then((ok) => ok && notice(gettext("Settings saved from the chat.")));
   else if (event.detail.action === "delete_entity") window.location.assign("/research-streams/");
 });
+
+// A rename approved in the chat ("pagechat:changed", docs/tray.md): the site's refresh.js puts the new name in the
+// heading, the breadcrumb and the document's title; the form's name field follows too unless the person has edited
+// it (what they typed is theirs to save or discard). Its default value moves with it, so the tab is not made dirty.
+document.addEventListener("pagechat:changed", (event) => {
+  const { entity, id, kind, fields } = event.detail || {};
+  const header = document.getElementById("stream-header");
+  if (entity !== "research_stream" || kind !== "updated" || !header || String(id) !== header.dataset.streamId) return;
+  const name = fields && typeof fields === "object" ? fields.name : undefined;
+  if (typeof name !== "string") return;
+  const field = document.getElementById("field-stream-name");
+  if (field && field.value === field.defaultValue) {
+    field.defaultValue = name;
+    field.value = name;
+  }
+});
