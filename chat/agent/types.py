@@ -5,7 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat.providers.base import ToolCall, Usage
+from chat.providers.base import ToolCallRecord, Usage
 
 
 @dataclass(slots=True)
@@ -70,7 +70,7 @@ class AgentTextDelta:
 
 
 @dataclass(slots=True)
-class AgentToolStart(ToolCall):
+class AgentToolStart(ToolCallRecord):
     """The model made this call; the loop is about to answer it (run it, ask for approval, or hand it to the client)."""
 
 
@@ -82,12 +82,12 @@ class AgentToolProgress:
 
 
 @dataclass(slots=True)
-class AgentToolApproval(ToolCall):
+class AgentToolApproval(ToolCallRecord):
     """The call waits for the user's approval before it runs."""
 
 
 @dataclass(slots=True)
-class AgentToolComplete(ToolCall):
+class AgentToolComplete(ToolCallRecord):
     """The call is answered: `index` is its place among the turn's calls (its `[[tool:N]]` marker)."""
 
     index: int

@@ -37,7 +37,7 @@ class Usage:
 
 
 @dataclass(slots=True)
-class ToolCall:
+class ToolCallRecord:
     """One tool call the model made: the provider's id for it (what its result answers), the tool's name, its input.
     The one declaration of this record: the provider's event, the loop's events and a client's answered call extend it."""
 
@@ -64,7 +64,7 @@ class ToolInputDelta:
 
 
 @dataclass(slots=True)
-class ToolUseEnd(ToolCall):
+class ToolUseEnd(ToolCallRecord):
     """A finished tool_use block; `input_error` is set when the model's JSON did not parse."""
 
     input_error: str | None = None

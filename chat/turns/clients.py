@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from chat.providers.base import ToolCall
+from chat.providers.base import ToolCallRecord
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class TurnExtras:
 
 
 @dataclass
-class AnsweredCall(ToolCall):
+class AnsweredCall(ToolCallRecord):
     """A client tool call with its answer, as the continuing run stores it (a ToolCall row, tool_history)."""
 
     output: str = ""
