@@ -41,6 +41,7 @@ from chat.rows import column, row_create, row_values
 from chat.runs import PROCESS_ID, manager
 from chat.runs.store import runs_sweep
 from chat.turns.clients import NO_EXTRAS, AnsweredCall, TurnExtras
+from chat.turns.observer import model_recorded
 from chat.turns.persistence import TurnRecord, assistant_message_create
 from chat.turns.planning import page_of, public_action_metadata
 from chat.turns.titles import title_initial, title_is_generated
@@ -282,7 +283,7 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
                 question.save(update_fields=["client_message_id", "updated_at"])
             run = Run.objects.create(
                 conversation=conversation, user_message=question, provider=provider.name,
-                model=chat_settings.CHAT_MODEL if not provider.is_offline else "offline",
+                model=model_recorded(provider),
                 owner_process=PROCESS_ID, heartbeat_at=timezone.now(),
             )
             answer_id = assistant_message_create(conversation_id=conversation.pk, run_id=str(run.pk))

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -17,7 +16,7 @@ from django.utils import translation
 from django.utils.translation import gettext
 from pydantic import ValidationError
 
-from chat import logs, metrics, selectors, tracing
+from chat import logs, selectors
 from chat.agent.loop import run_agent_loop
 from chat.agent.types import (
     AgentComplete,
@@ -58,6 +57,7 @@ from chat.runs.malloc import trimmer
 from chat.turns import persistence, titles
 from chat.turns.answer import AnswerParts, answer_parts_build
 from chat.turns.approvals import approval_words
+from chat.turns.observer import TurnObserver, model_recorded
 from chat.turns.persistence import TurnOutcome, TurnRecord
 from chat.turns.pipe import TextPipe
 from chat.turns.planning import TurnPlan, tool_title, turn_plan_build
@@ -98,12 +98,8 @@ class Turn:
         self.action_result: dict[str, Any] | None = None  # how the clicked server action ended (complete.action_result)
         self.sources: list[dict[str, Any]] = []  # what the turn's searches found, numbered (complete.payload.sources)
         self.stop_reason = ""  # why the answer is unfinished (Message.StopReason), blank when it ended as meant
-        # operations: the model name as stored on the run, when the current model call started, the spans
-        self.model = chat_settings.CHAT_MODEL if not provider.is_offline else "offline"
-        self.call_started = time.perf_counter()
-        self.call_started_ns = time.time_ns()
-        self.span: Any = None  # the turn's span, when tracing is on
-        self.tool_spans: dict[str, Any] = {}
+        self.model = model_recorded(provider)  # what its metrics, price and log line name
+        self.observer = TurnObserver(provider.name, self.model)  # its metrics and spans
         self.tool_titles: dict[str, str] = {}  # the plan's: tool name -> its title in the turn's language
         self.tool_context: ToolContext | None = None  # what the tools (and their approval sentences) see of the turn
         # agent event -> handler; the async ones return their coroutine
@@ -135,10 +131,7 @@ class Turn:
         (self.pipe.feed_verbatim if ev.is_tool_marker else self.pipe.feed)(ev.text)  # emitting calls _maybe_flush
 
     def on_tool_start(self, ev: AgentToolStart) -> None:
-        if self.span is not None:
-            self.tool_spans[ev.tool_use_id] = tracing.tool_span(
-                self.span, name=ev.name, tool_use_id=ev.tool_use_id, start_ns=time.time_ns(),
-                arguments=ev.input if tracing.capture_content() else None)
+        self.observer.tool_started(tool_use_id=ev.tool_use_id, name=ev.name, arguments=ev.input)
         self._before_event()
         self.handle.append(ToolStartEvent.wire, tool=ev.name, input=ev.input, tool_use_id=ev.tool_use_id, title=self.tool_title(ev.name))
 
@@ -168,35 +161,16 @@ class Turn:
             output=r.text[:50_000], status=ToolCall.Status.ERROR if r.is_error else ToolCall.Status.OK,
             duration_ms=ev.duration_ms, error=r.text[:2000] if r.is_error else "",
         ))
-        metrics.TOOL_CALLS.labels(ev.name, "error" if r.is_error else "ok").inc()
-        metrics.TOOL_DURATION.labels(ev.name).observe(ev.duration_ms / 1000)
-        span = self.tool_spans.pop(ev.tool_use_id, None)
-        if span is not None:
-            if tracing.capture_content():
-                span.set_attribute("gen_ai.tool.call.result", r.text[:10_000])
-            if r.is_error:
-                tracing.error_end(span, "tool_error")
-            else:
-                span.end()
+        # the next model call, which reads the result, starts here
+        self.observer.tool_ended(tool_use_id=ev.tool_use_id, name=ev.name, is_error=r.is_error, duration_ms=ev.duration_ms, result=r.text)
         self._before_event()
         known = {s["n"] for s in self.sources}
         self.sources += [{**s, "tool_use_id": ev.tool_use_id} for s in r.sources if s.get("n") not in known]
         self.handle.append(ToolCompleteEvent.wire, tool=ev.name, index=ev.index, changes=changes_clean(r.changes))
-        self._model_call_starts()  # the next model call follows the tool results
-
-    def _model_call_starts(self) -> None:
-        self.call_started = time.perf_counter()
-        self.call_started_ns = time.time_ns()
 
     def on_iteration(self, ev: AgentIteration) -> None:
-        """A model call ended: its latency, tokens and span."""
-        metrics.PROVIDER_LATENCY.labels(self.provider.name, self.model).observe(time.perf_counter() - self.call_started)
-        if self.span is not None:
-            span = tracing.model_span(self.span, provider=self.provider.name, model=self.model, max_tokens=chat_settings.CHAT_MAX_TOKENS,
-                                      temperature=chat_settings.CHAT_TEMPERATURE, start_ns=self.call_started_ns)
-            tracing.model_span_end(span, stop_reason=ev.stop_reason, input_tokens=ev.usage.input_tokens, output_tokens=ev.usage.output_tokens,
-                                   model=self.model, end_ns=time.time_ns(), output=self.state.text if tracing.capture_content() else None)
-        self._model_call_starts()
+        """A model call ended: its latency, tokens and span; its raw output for the diagnostics."""
+        self.observer.model_call_ended(stop_reason=ev.stop_reason, usage=ev.usage, output=self.state.text)
         self.raw_outputs.append({"iteration": ev.iteration, "stop_reason": ev.stop_reason, "usage": ev.usage.as_dict(), "output": ev.raw})
 
     def on_complete(self, ev: AgentComplete) -> None:
@@ -264,38 +238,18 @@ class Turn:
         return list(self.state.messages)
 
     # -- operations --
-    def _record_outcome(self, status: str, error: tuple[ErrorCode, str] | None, usage: dict[str, Any], ttft: float | None,
-                        duration: float) -> None:
-        """Once per turn: its metrics, its log line (ids, codes, counts, timings; never text) and the end of its span."""
+    def _record_outcome(self, status: str, error: tuple[ErrorCode, str] | None, usage: dict[str, Any], cost: float | None,
+                        ttft: float | None, duration: float) -> None:
+        """Once per turn: its metrics and the end of its span (the observer), its log line (ids, codes, counts,
+        timings; never text)."""
         terminal = _terminal_of(status)
-        code = error[0] if error else ""
-        metrics.RUNS_FINISHED.labels(terminal, code).inc()
-        if ttft is not None:
-            metrics.TIME_TO_FIRST_TEXT.observe(ttft / 1000)
-        metrics.TOKENS.labels(self.model, "input").inc(usage.get("input_tokens", 0))
-        metrics.TOKENS.labels(self.model, "output").inc(usage.get("output_tokens", 0))
-        cost = cost_of(self.model, usage)  # the one price table (CHAT_PRICES); None when the model has no price
-        if cost:
-            metrics.COST.labels(self.model).inc(cost)
+        self.observer.turn_ended(terminal=terminal, code=error[0] if error else "", usage=usage, cost=cost, ttft_ms=ttft,
+                                 output=self.pipe.text if self.pipe else "")
         log.info("run finished", extra={
             "terminal": terminal, "status": status, "provider": self.provider.name, "model": self.model,
             "input_tokens": usage.get("input_tokens", 0), "output_tokens": usage.get("output_tokens", 0),
             "tool_calls": len(self.tool_calls), "duration_ms": round(duration, 1), "ttft_ms": round(ttft, 1) if ttft else None,
         })
-        if self.span is not None:
-            for span in self.tool_spans.values():
-                tracing.error_end(span, code or "cancelled")
-            self.span.set_attribute("gen_ai.usage.input_tokens", usage.get("input_tokens", 0))
-            self.span.set_attribute("gen_ai.usage.output_tokens", usage.get("output_tokens", 0))
-            self.span.set_attribute("pagechat.run.terminal", terminal)
-            if tracing.capture_content():
-                text = self.pipe.text if self.pipe else ""
-                self.span.set_attribute("gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text}]}]))
-            if code:
-                tracing.error_end(self.span, code)
-            else:
-                self.span.end()
-            self.span = None
 
     # -- the run --
     def _prepare(self) -> TurnPlan:
@@ -307,12 +261,8 @@ class Turn:
 
     async def run(self) -> None:
         logs.turn_context_set(run_id=self.record.run_id, conversation_id=self.record.conversation_id, user_id=self.user.pk)
-        if tracing.ENABLED:
-            self.span = tracing.turn_span(page=str(self.frame.context.get("current_page") or ""), conversation_id=self.record.conversation_id,
-                                          run_id=self.record.run_id, provider=self.provider.name, model=self.model)
-            tracing.activate(self.span)
-            if tracing.capture_content():
-                self.span.set_attribute("gen_ai.input.messages", json.dumps([{"role": "user", "parts": [{"type": "text", "content": self.frame.message}]}]))
+        self.observer.turn_started(page=str(self.frame.context.get("current_page") or ""), conversation_id=self.record.conversation_id,
+                                   run_id=self.record.run_id, message=self.frame.message)
         status: str = Run.Status.COMPLETED
         error: tuple[ErrorCode, str] | None = None
         plan: TurnPlan | None = None
@@ -338,11 +288,7 @@ class Turn:
                 status, error = Run.Status.INTERRUPTED, INTERRUPTED
         except ProviderError as exc:
             status, error = Run.Status.ERROR, (error_code(exc.code, "provider_error"), exc.message)
-            metrics.PROVIDER_ERRORS.labels(self.provider.name, error[0]).inc()
-            if self.span is not None:  # the failed model call
-                tracing.error_end(tracing.model_span(
-                    self.span, provider=self.provider.name, model=self.model, max_tokens=chat_settings.CHAT_MAX_TOKENS,
-                    temperature=chat_settings.CHAT_TEMPERATURE, start_ns=self.call_started_ns), error[0])
+            self.observer.model_call_failed(error[0])
         except ServiceError as exc:
             status, error = Run.Status.ERROR, (exc.code, exc.message)
         except Exception:
@@ -360,7 +306,7 @@ class Turn:
         finishing.result()
 
     async def _model_turn(self, plan: TurnPlan) -> None:
-        self._model_call_starts()
+        self.observer.model_call_started()
         conversation_id = self.record.conversation_id
         self.tool_titles = plan.tool_titles
         self.tool_context = ctx = ToolContext(
@@ -421,15 +367,14 @@ class Turn:
         first = self.pipe.first_text_at if self.pipe else None
         ttft = (first - self.record.started) * 1000 if first else None
         usage = self.state.usage.as_dict()
-        model = "offline" if self.provider.is_offline else chat_settings.CHAT_MODEL
-        cost = cost_of(model, usage)
+        cost = cost_of(self.model, usage)  # the one price table (CHAT_PRICES); None when the model has no price
         diagnostics = dict(plan.diagnostics) if plan else {}
         diagnostics.update({
             "raw_llm_response": self.raw_outputs, "iterations": self.state.iterations, "usage": usage,
             "timings": {"duration_ms": round(duration, 2), "time_to_first_token_ms": round(ttft, 2) if ttft else None},
             "parse_errors": parts.parse_errors, "provider": self.provider.name,
             "model": self.provider.model_name(chat_settings.CHAT_MODEL), "provider_label": self.provider.label,
-            "cost": {"model": model, "usd": cost, "per_iteration_usd": [cost_of(model, r["usage"]) for r in self.raw_outputs]},
+            "cost": {"model": self.model, "usd": cost, "per_iteration_usd": [cost_of(self.model, r["usage"]) for r in self.raw_outputs]},
         })
         if error:
             diagnostics["error"] = {"code": error[0], "message": error[1]}
@@ -438,7 +383,7 @@ class Turn:
             diagnostics["action_result"] = self.action_result  # read back when the terminal event is rebuilt
         if self.sources:
             diagnostics["sources"] = self.sources  # read back when the terminal event is rebuilt
-        self._record_outcome(status, error, usage, ttft, duration)
+        self._record_outcome(status, error, usage, cost, ttft, duration)
         try:
             await RUNS.run(persistence.turn_persist)(record=self.record, outcome=TurnOutcome(
                 status=status, text=text, suggested_values=parts.suggested_values, suggested_actions=parts.suggested_actions,
