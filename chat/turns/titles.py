@@ -11,9 +11,14 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 
+from chat.budgets import budgets
+from chat.conf import chat_settings
+from chat.costs import cost_of, total_tokens
+from chat.db_threads import RUNS
 from chat.models import Conversation, Run
 from chat.providers.base import MessageEnd, Provider, ProviderError, ProviderRequest, TextDelta, Usage
 
@@ -108,12 +113,14 @@ def run_usage_add(*, run_id: str, usage: Usage, cost: float | None) -> None:
 
 def conversation_title_set(*, conversation_id: int, provisional: str, title: str, run_id: str | None = None) -> bool:
     """Store a generated title unless the user renamed the conversation meanwhile; True when stored. The run that
-    generated it keeps it (diagnostics `title`): an edit of the first question can then tell it from a user's name."""
-    stored = bool(Conversation.objects.filter(pk=conversation_id, title=provisional).update(title=title[:200]))
-    if stored and run_id is not None:
-        run = Run.objects.filter(pk=run_id).only("diagnostics").first()
-        if run is not None:
-            Run.objects.filter(pk=run_id).update(diagnostics={**(run.diagnostics or {}), "title": title[:200]})
+    generated it keeps it (diagnostics `title`): an edit of the first question can then tell it from a user's name.
+    Both in one transaction: a reader never sees the new title without the run that made it."""
+    with transaction.atomic():
+        stored = bool(Conversation.objects.filter(pk=conversation_id, title=provisional).update(title=title[:200]))
+        if stored and run_id is not None:
+            run = Run.objects.select_for_update().filter(pk=run_id).only("diagnostics").first()
+            if run is not None:
+                Run.objects.filter(pk=run_id).update(diagnostics={**(run.diagnostics or {}), "title": title[:200]})
     return stored
 
 
@@ -137,3 +144,23 @@ def _first_line(text: str) -> str:
 
 def _clip(title: str) -> str:
     return title if len(title) <= TITLE_MAX_CHARS else title[: TITLE_MAX_CHARS - 1].rstrip() + "…"
+
+
+async def turn_title_set(provider: Provider, *, question: str, answer: str, language: str | None, run_id: str,
+                         conversation_id: int, user_id: int) -> None:
+    """After the first turn, or an edit of its question (the answer already delivered): the conversation's title, by
+    the model when its provider generates titles, else from the content. Never raises."""
+    try:
+        title = None
+        if provider.generates_titles:
+            call = await title_from_model(provider, model=chat_settings.CHAT_MODEL, question=question, answer=answer)
+            title = call.title
+            if total_tokens(call.usage.as_dict()):  # the title's tokens count like the turn's, in the run and the day's budget
+                cost = cost_of(chat_settings.CHAT_MODEL, call.usage)
+                await RUNS.run(run_usage_add)(run_id=run_id, usage=call.usage, cost=cost)
+                await budgets.spend(user_id, call.usage.as_dict(), cost)
+        title = title or title_from_content(question, answer, language=language)
+        await RUNS.run(conversation_title_set)(conversation_id=conversation_id, provisional=title_initial(question), title=title,
+                                              run_id=run_id)
+    except Exception:  # a title is a nicety: it never fails a turn
+        log.exception("run %s: title not generated", run_id)
