@@ -6,15 +6,10 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import sync_to_async
-from django.core.exceptions import ObjectDoesNotExist, ValidationError as DjangoValidationError
-from django.db import connections, transaction
+from django.db import connections
 from django.utils import translation
-from django.utils.translation import gettext
-from pydantic import ValidationError
 
 from chat import logs, selectors
 from chat.agent.loop import run_agent_loop
@@ -32,9 +27,9 @@ from chat.agent.types import (
 )
 from chat.budgets import budgets
 from chat.conf import chat_settings
-from chat.costs import cost_of, total_tokens
+from chat.costs import cost_of
 from chat.db_threads import RUNS
-from chat.errors import ActionRejected, ErrorCode, Forbidden, ServiceError, error_code
+from chat.errors import ActionRejected, ErrorCode, ServiceError, error_code
 from chat.events import (
     SUGGESTED_ACTIONS_MARKER,
     SUGGESTED_VALUES_MARKER,
@@ -55,14 +50,15 @@ from chat.providers.base import Provider, ProviderError
 from chat.runs import RunHandle
 from chat.runs.malloc import trimmer
 from chat.turns import persistence, titles
+from chat.turns.actions import action_run, close_button
 from chat.turns.answer import AnswerParts, answer_parts_build
 from chat.turns.approvals import approval_words
 from chat.turns.observer import TurnObserver, model_recorded
 from chat.turns.persistence import TurnOutcome, TurnRecord
 from chat.turns.pipe import TextPipe
 from chat.turns.planning import TurnPlan, tool_title, turn_plan_build
-from pages.access import access_for, server_action_denied
-from pages.registry import ActionFailed, ServerAction, ServerActionResult
+from chat.turns.pool import run_sync
+from pages.registry import ServerActionResult
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -145,7 +141,7 @@ class Turn:
         await RUNS.run(persistence.approval_record)(
             run_id=self.record.run_id, tool_use_id=ev.tool_use_id, tool_name=ev.name, tool_input=ev.input)
         # what the person judges: the tool's sentence (it reads the database as this user, as tool code does) and fields
-        summary, fields = await _run_sync(approval_words, ev.name, ev.input, self.tool_context)
+        summary, fields = await run_sync(approval_words, ev.name, ev.input, self.tool_context)
         self._before_event()
         self.handle.append(ToolApprovalEvent.wire, tool=ev.name, input=ev.input, tool_use_id=ev.tool_use_id,
                            title=self.tool_title(ev.name), summary=summary, fields=fields)
@@ -317,7 +313,7 @@ class Turn:
             provider=self.provider, system=plan.system, messages=plan.messages, tools=plan.tools,
             model=chat_settings.CHAT_MODEL, max_tokens=chat_settings.CHAT_MAX_TOKENS, temperature=chat_settings.CHAT_TEMPERATURE,
             max_iterations=chat_settings.CHAT_MAX_ITERATIONS, ctx=ctx, approver=self.approve, state=self.state,
-            sync_runner=_run_sync, before_tool=self.before_tool,
+            sync_runner=run_sync, before_tool=self.before_tool,
         )
         ev: AgentEvent
         async for ev in events:
@@ -340,7 +336,7 @@ class Turn:
         spec = plan.page.server_action(name)
         if spec is None:  # checked at admission; the page registry cannot change mid-process
             raise ActionRejected("this action is not available here")
-        result = await _run_sync(_action_run, spec, meta.action_data or {}, self.user, dict(self.frame.context))
+        result = await run_sync(action_run, spec, meta.action_data or {}, self.user, dict(self.frame.context))
         self.action_result = {"action": name, "status": "succeeded" if result.ok else "failed", "refresh": result.refresh and result.ok}
         if result.ok and (changes := changes_clean(result.changes)):
             self.action_result["changes"] = changes  # the page is told what changed (a failed action's writes are rolled back)
@@ -416,31 +412,11 @@ class Turn:
             assert error is not None
             self.handle.end(ErrorEvent.wire, code=error[0], message=error[1])
         if status == Run.Status.COMPLETED and (self.record.conversation_created or self.record.retitle):
-            await self._title(text)
+            await titles.turn_title_set(self.provider, question=self.frame.message, answer=text, language=self.frame.language,
+                                        run_id=self.record.run_id, conversation_id=self.record.conversation_id, user_id=self.user.pk)
         if len(text) >= LONG_ANSWER:
             await RUNS.run(_connections_close)()
             trimmer.released(len(text))  # their buffers were freed just now, after the run's own trim was scheduled
-
-    async def _title(self, answer: str) -> None:
-        """After the first turn, or an edit of its question (the answer already delivered; a call of the admitted turn):
-        the conversation's title, by the model or from the content."""
-        try:
-            title = None
-            if self.provider.generates_titles:
-                call = await titles.title_from_model(self.provider, model=chat_settings.CHAT_MODEL, question=self.frame.message,
-                                                     answer=answer)
-                title = call.title
-                if total_tokens(call.usage.as_dict()):  # the title's tokens count like the turn's, in the run and the day's budget
-                    cost = cost_of(chat_settings.CHAT_MODEL, call.usage)
-                    await RUNS.run(titles.run_usage_add)(run_id=self.record.run_id, usage=call.usage, cost=cost)
-                    await budgets.spend(self.user.pk, call.usage.as_dict(), cost)
-            title = title or titles.title_from_content(self.frame.message, answer, language=self.frame.language)
-            await RUNS.run(titles.conversation_title_set)(
-                conversation_id=self.record.conversation_id, provisional=titles.title_initial(self.frame.message), title=title,
-                run_id=self.record.run_id)
-        except Exception:  # a title is a nicety: it never fails a turn
-            log.exception("run %s: title not generated", self.record.run_id)
-
 
     def _answered_calls_record(self) -> None:
         """The client's answers this run continued from, stored like any tool call (after the run's own, whose
@@ -467,11 +443,6 @@ def _terminal_of(status: str) -> str:
     return terminals.get(status, "error")
 
 
-def close_button() -> dict[str, Any]:
-    """The Close button under a server action's result, labelled in the turn's language."""
-    return {"label": gettext("Close"), "action": "close", "handler": "client", "style": "secondary"}
-
-
 def turn_language(frame: ChatSend) -> str | None:
     """The language the turn speaks to the user in: the frame's, if the site offers it (LANGUAGES), else None."""
     code = language_normalize(frame.language)
@@ -481,59 +452,6 @@ def turn_language(frame: ChatSend) -> str | None:
         return translation.get_supported_language_variant(code)
     except LookupError:
         return None
-
-
-def _action_run(spec: ServerAction, data: Any, user: User, context: dict[str, Any]) -> ServerActionResult:
-    """The handler as the user, in a transaction: an ActionFailed or any error rolls its writes back and is answered,
-    not raised. Its permissions are checked again (admission checked them; staff may have just withdrawn them)."""
-    if server_action_denied(access_for(user), spec) is not None:
-        raise Forbidden("You do not have permission to run this action.")
-    handler = spec.handler
-    try:
-        with transaction.atomic():
-            result = handler(data if isinstance(data, dict) else {"value": data}, user, context)
-    except ActionFailed as exc:
-        return ServerActionResult(message=gettext("✗ %(reason)s Nothing was changed.") % {"reason": exc.message}, suggested_actions=[close_button()],
-                                  ok=False)
-    except (ValidationError, DjangoValidationError, ValueError, ObjectDoesNotExist) as exc:
-        log.info("server action %s refused its data: %s", getattr(handler, "__name__", handler), exc)
-        return ServerActionResult(message=gettext("✗ The action could not use this data. Nothing was changed."),
-                                  suggested_actions=[close_button()], ok=False)
-    except Exception:
-        log.exception("server action %s failed", getattr(handler, "__name__", handler))
-        return ServerActionResult(message=gettext("✗ The action failed. Nothing was changed."), suggested_actions=[close_button()], ok=False)
-    if not isinstance(result, ServerActionResult):
-        log.error("server action %s returned %r, not a ServerActionResult", getattr(handler, "__name__", handler), type(result))
-        return ServerActionResult(message=gettext("✗ The action failed. Nothing was changed."), suggested_actions=[close_button()], ok=False)
-    return result
-
-
-_TOOL_EXECUTOR: ThreadPoolExecutor | None = None
-
-
-def _tool_executor() -> ThreadPoolExecutor:
-    global _TOOL_EXECUTOR
-    if _TOOL_EXECUTOR is None:
-        _TOOL_EXECUTOR = ThreadPoolExecutor(max_workers=chat_settings.CHAT_TOOL_THREADS, thread_name_prefix="pagechat-tool")
-    return _TOOL_EXECUTOR
-
-
-def _closing_connections(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run fn, then close this thread's database connections: a pool of idle threads must not hold one each
-    (a tool call costs one connect, which is nothing next to a model call)."""
-    try:
-        return fn(*args)
-    finally:
-        connections.close_all()
-
-
-async def _run_sync(fn: Callable[..., Any], *args: Any) -> Any:
-    """Blocking tool and action code runs in a pool of its own, not in Django's one sync thread.
-
-    Why: the async ORM of every socket and request in the process goes through that one thread; a tool
-    that takes ten seconds there would hold up every other user's handshake and save for ten seconds.
-    """
-    return await sync_to_async(_closing_connections, thread_sensitive=False, executor=_tool_executor())(fn, *args)
 
 
 async def turn_execute(handle: RunHandle, user: User, frame: ChatSend, provider: Provider, record: TurnRecord) -> None:

@@ -218,7 +218,8 @@ def test_runs_start_only_behind_the_admissions_limits() -> None:
     streams = [c for c in _calls("stream") if not c.startswith(OPERATOR_TOOLING)]
     assert streams == ["chat/agent/loop.py:run_agent_loop", "chat/turns/titles.py:title_from_model"]
     assert _calls("run_agent_loop") == ["chat/turns/work.py:_model_turn"]
-    assert _calls("title_from_model") == ["chat/turns/work.py:_title"]
+    assert _calls("title_from_model") == ["chat/turns/titles.py:turn_title_set"]
+    assert _calls("turn_title_set") == ["chat/turns/work.py:finish"]
     # the admin's eval runs start `manage.py chat_eval` in a process of its own (chat.evals.stored.eval_run_start): no model
     # call happens in the web process that serves staff
     assert not [m for m in _importers(OPERATOR_TOOLING) if not m.startswith((*OPERATOR_TOOLING, "chat/management/", "chat/admin_evals.py"))]

@@ -9,7 +9,8 @@ from django.utils import translation
 
 from chat.events import ChatSend
 from chat.models import Run
-from chat.turns.work import close_button, turn_language
+from chat.turns.actions import close_button
+from chat.turns.work import turn_language
 from tests.conftest import ws_connect
 
 pytestmark = pytest.mark.django_db(transaction=True)
