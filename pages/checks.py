@@ -12,6 +12,8 @@ from typing import Any
 
 from django.core import checks
 
+from chat.registration import duplicate_errors
+
 # `{% chat_tray ... page="name" ... %}` with a literal name (a variable cannot be checked before rendering).
 TRAY_TAG = re.compile(r"""\{%\s*chat_tray\b[^%]*?\bpage\s*=\s*(["'])([^"'%]*)\1""")
 OLD_DISCOVERY_MODULES = ("chat_pages", "chat_payloads")
@@ -75,10 +77,7 @@ def page_problems(pages: Any, tools: Any, payloads: Any) -> list[checks.CheckMes
                 errors.append(checks.Error(
                     f"page {page.name!r} ({pages.origin(page.name)}): context_builder {problem}",
                     hint="Write it as context_builder(context: dict, user) -> str.", id="pages.E006"))
-    for dup in pages.duplicates:
-        errors.append(checks.Error(
-            f"page {dup.name!r} is registered twice: in {dup.first} and in {dup.second} (the second is ignored)",
-            hint="Page names are global: rename one of them.", id="pages.E005"))
+    errors += duplicate_errors(pages, "page", hint="Page names are global: rename one of them.", id="pages.E005")
     return errors
 
 

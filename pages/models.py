@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from chat.registration import rows_mirror
+
 
 class ChatPage(models.Model):
     """ORM mirror of a registered chat page (code is the source of truth; staff see what each page offers)."""
@@ -30,16 +32,12 @@ class ChatPage(models.Model):
 
 
 def chat_page_rows_sync() -> None:
-    """One row per registered page, refreshed after migrate."""
+    """One row per registered page, refreshed after migrate; rows whose page left the code are marked."""
     from pages.registry import registry
 
-    names = []
-    for page in registry:
-        names.append(page.name)
-        ChatPage.objects.update_or_create(name=page.name, defaults={
-            "identity": page.identity, "tools": list(page.tools), "payloads": list(page.payloads),
-            "tabs": {t.name: {"tools": list(t.tools), "payloads": list(t.payloads), "subtabs": sorted(t.subtabs)} for t in page.tabs.values()},
-            "client_actions": [a.action for a in page.client_actions], "server_actions": [a.action for a in page.server_actions],
-            "permissions": list(page.permissions), "registered": True,
-        })
-    ChatPage.objects.exclude(name__in=names).update(registered=False)
+    rows_mirror(ChatPage.objects.all(), "name", ((page.name, {
+        "identity": page.identity, "tools": list(page.tools), "payloads": list(page.payloads),
+        "tabs": {t.name: {"tools": list(t.tools), "payloads": list(t.payloads), "subtabs": sorted(t.subtabs)} for t in page.tabs.values()},
+        "client_actions": [a.action for a in page.client_actions], "server_actions": [a.action for a in page.server_actions],
+        "permissions": list(page.permissions),
+    }) for page in registry))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from chat.registration import rows_mirror
+
 
 class PayloadType(models.Model):
     type = models.CharField(max_length=100, unique=True)
@@ -24,12 +26,7 @@ def payload_rows_sync() -> None:
     """One row per registered payload type; rows whose type left the code are marked."""
     from payloads.registry import registry
 
-    names = []
-    for spec in registry:
-        names.append(spec.type)
-        PayloadType.objects.update_or_create(
-            type=spec.type,
-            defaults={"source": spec.source, "parse_marker": spec.parse_marker or "", "description": spec.description,
-                      "is_global": spec.is_global, "registered": True},
-        )
-    PayloadType.objects.exclude(type__in=names).update(registered=False)
+    rows_mirror(PayloadType.objects.all(), "type", (
+        (spec.type, {"source": spec.source, "parse_marker": spec.parse_marker or "", "description": spec.description,
+                     "is_global": spec.is_global}) for spec in registry
+    ))

@@ -1,15 +1,14 @@
-"""PayloadRegistry: the payload types that exist (an instance, like AdminSite; tests build their own)."""
+"""PayloadRegistry: the payload types that exist (an instance, like AdminSite; tests build their own; base: chat.registration)."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from pydantic import BaseModel
 
 from chat.events.suggestions import SUGGESTION_MARKERS
-from chat.registration import caller_origin
+from chat.registration import Duplicate, Registry
 from payloads.spec import PayloadSpec
 from payloads.stream import MARKER_RE
 from payloads.validation import PayloadValidator
@@ -20,50 +19,37 @@ def assign_payload_id() -> str:
     return secrets.token_hex(4)
 
 
-@dataclass(frozen=True)
-class Refused:
-    """A registration that was not added (taken type or marker, reserved marker); a system check reports it."""
-
-    kind: Literal["type", "marker", "reserved"]
-    name: str
-    first: str  # where the holder was registered ("" for the reserved suggestion markers)
-    second: str
+Refused = Duplicate  # the record's former name: kind "type", "marker" or "reserved"
 
 
-class PayloadRegistry:
-    """Payload specs by type and by marker; a taken type or marker is not added but reported (see `refused`)."""
+class PayloadRegistry(Registry[PayloadSpec]):
+    """Payload specs by type and by marker; a taken type or marker is not added but recorded in `duplicates` (kind
+    "type" or "marker"), nor is a marker reserved for the suggestions (kind "reserved"); checks report them."""
+
+    key_field = "type"
 
     def __init__(self) -> None:
-        self._by_type: dict[str, PayloadSpec] = {}
+        super().__init__()
         self._by_marker: dict[str, PayloadSpec] = {}
-        self._origins: dict[str, str] = {}
-        self.refused: list[Refused] = []
 
-    def register(self, spec: PayloadSpec, *, origin: str | None = None) -> PayloadSpec:
-        """Add spec, unless its type or marker is taken or reserved: then it is recorded in `refused`, not added.
+    @property
+    def refused(self) -> list[Duplicate]:
+        """The registrations not added (`duplicates`, by its former name)."""
+        return self.duplicates
 
-        The same registration site registering again (a module reloaded) replaces the earlier spec."""
-        origin = origin or caller_origin(__file__)
-        known = self._by_type.get(spec.type)
-        if known is not None and known is not spec and self._origins[spec.type] == origin:
-            self.unregister(spec.type)
-        elif known is not None:
-            if known is not spec:
-                self.refused.append(Refused("type", spec.type, self._origins[spec.type], origin))
-            return spec
+    def _admit(self, spec: PayloadSpec, origin: str) -> bool:
+        """A free type is added unless its marker is reserved or taken (recorded in `duplicates`)."""
         marker = spec.parse_marker
-        if marker is not None:
-            if marker in SUGGESTION_MARKERS:
-                self.refused.append(Refused("reserved", marker, "", origin))
-                return spec
-            if marker in self._by_marker:
-                holder = self._by_marker[marker]
-                self.refused.append(Refused("marker", marker, self._origins[holder.type], origin))
-                return spec
-            self._by_marker[marker] = spec
-        self._by_type[spec.type] = spec
-        self._origins[spec.type] = origin
-        return spec
+        if marker is None:
+            return True
+        if marker in SUGGESTION_MARKERS:
+            self.duplicates.append(Duplicate(marker, "", origin, "reserved"))
+            return False
+        if marker in self._by_marker:
+            self.duplicates.append(Duplicate(marker, self._origins[self._by_marker[marker].type], origin, "marker"))
+            return False
+        self._by_marker[marker] = spec
+        return True
 
     def payload(self, **fields: Any) -> Callable[[type[BaseModel]], type[BaseModel]]:
         """Decorator: register a pydantic model as the schema of PayloadSpec(**fields)."""
@@ -75,19 +61,15 @@ class PayloadRegistry:
         return decorate
 
     def unregister(self, type_: str) -> None:
-        """Remove a type (tests, reloads); KeyError if absent."""
-        spec = self._by_type.pop(type_)
-        self._origins.pop(type_, None)
-        if spec.parse_marker is not None:
+        """Remove a type and its marker (tests, reloads); nothing happens when it is not registered."""
+        spec = self._specs.get(type_)
+        super().unregister(type_)
+        if spec is not None and spec.parse_marker is not None:
             self._by_marker.pop(spec.parse_marker, None)
-
-    def origin(self, type_: str) -> str:
-        """Where `type_` was registered (`file:line`), or ""."""
-        return self._origins.get(type_, "")
 
     def get(self, type_: str) -> PayloadSpec | None:
         """The spec for a type, or None."""
-        return self._by_type.get(type_)
+        return self._specs.get(type_)
 
     def by_marker(self, marker: str) -> PayloadSpec | None:
         """The spec whose parse_marker is `marker`, or None."""
@@ -95,7 +77,7 @@ class PayloadRegistry:
 
     def all(self) -> list[PayloadSpec]:
         """Every spec, in registration order."""
-        return list(self._by_type.values())
+        return list(self._specs.values())
 
     def markers(self, types: Iterable[str] | None = None) -> set[str]:
         """Markers to hide from the stream: the suggestion markers plus those of llm types (all or `types`)."""
@@ -132,15 +114,6 @@ class PayloadRegistry:
                 except Exception as exc:
                     problems.append(f"{name}: example does not match the schema: {str(exc)[:200]}")
         return problems
-
-    def __contains__(self, type_: object) -> bool:
-        return type_ in self._by_type
-
-    def __iter__(self) -> Iterator[PayloadSpec]:
-        return iter(self.all())
-
-    def __len__(self) -> int:
-        return len(self._by_type)
 
 
 registry = PayloadRegistry()

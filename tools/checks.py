@@ -5,6 +5,8 @@ from typing import Any
 
 from django.core import checks
 
+from chat.registration import duplicate_errors
+
 PERMISSION_HINT = ('Write Django permission strings as "app_label.codename", e.g. "pagechat_demo.change_researchstream" '
                    "(the model's add/change/delete/view permissions or one of its Meta.permissions).")
 
@@ -27,11 +29,7 @@ def tool_problems(tools: Any) -> list[checks.CheckMessage]:
             errors.append(checks.Error(f"{where}: input_schema must be a JSON object schema", id="tools.E001"))
         if not spec.description.strip():
             errors.append(checks.Error(f"{where} has no description", hint="Give the function a docstring.", id="tools.E002"))
-    for dup in tools.duplicates:
-        errors.append(checks.Error(
-            f"tool {dup.name!r} is registered twice: in {dup.first} and in {dup.second} (the second is ignored)",
-            hint="Tool names are global: rename one of them.", id="tools.E003",
-        ))
+    errors += duplicate_errors(tools, "tool", hint="Tool names are global: rename one of them.", id="tools.E003")
     return errors
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chat.registration import rows_mirror
 from chat.staff_settings import staff_setting
 from tools.registry import ToolRegistry, registry as default_registry
 
@@ -18,22 +19,12 @@ def tool_rows_sync(*, registry: ToolRegistry = default_registry) -> None:
     """Create/refresh a row per registered tool; mark rows whose tool left the code."""
     from tools.models import Tool
 
-    names = set()
-    for spec in registry:
-        if spec.mcp_server:
-            continue
-        names.add(spec.name)
-        row, created = Tool.objects.get_or_create(
-            name=spec.name,
-            defaults={"description": spec.description, "requires_approval": spec.requires_approval,
-                      "is_global": spec.is_global, "module": spec.module, "permissions": list(spec.permissions)},
-        )
-        mirrored = (spec.description, spec.is_global, spec.module, True, list(spec.permissions))
-        if not created and (row.description, row.is_global, row.module, row.registered, row.permissions) != mirrored:
-            row.description, row.is_global, row.module, row.registered, row.permissions = mirrored
-            row.save(update_fields=["description", "is_global", "module", "registered", "permissions", "updated_at"])
     # an MCP server's tools are mirrored when its tools are listed (tools/mcp.py), not from the code
-    Tool.objects.exclude(name__in=names).exclude(module__startswith="mcp:").filter(registered=True).update(registered=False)
+    specs = [spec for spec in registry if not spec.mcp_server]
+    rows_mirror(Tool.objects.exclude(module__startswith="mcp:"), "name", (
+        (spec.name, {"description": spec.description, "is_global": spec.is_global, "module": spec.module,
+                     "permissions": list(spec.permissions)}) for spec in specs
+    ), created={spec.name: {"requires_approval": spec.requires_approval} for spec in specs})  # then staff's to tune
 
 
 def tool_overrides() -> dict[str, ToolOverride]:

@@ -15,7 +15,7 @@ from django.core.management.base import SystemCheckError
 
 from pages.checks import old_discovery_problems, page_problems, tray_tag_problems
 from pages.registry import PageRegistry, PageSpec, registry as pages
-from payloads.apps import payload_problems
+from payloads.checks import payload_problems
 from payloads.registry import PayloadRegistry
 from tools.checks import tool_problems
 from tools.registry import ToolRegistry
