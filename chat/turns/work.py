@@ -58,6 +58,7 @@ from chat.turns.persistence import TurnOutcome, TurnRecord
 from chat.turns.pipe import TextPipe
 from chat.turns.planning import TurnPlan, tool_title, turn_plan_build
 from chat.turns.pool import run_sync
+from chat.turns.saving import StreamSaver
 from pages.registry import ServerActionResult
 
 if TYPE_CHECKING:
@@ -85,12 +86,7 @@ class Turn:
         self.pipe: TextPipe | None = None
         self.tool_calls: list[ToolCall] = []
         self.raw_outputs: list[dict[str, Any]] = []
-        self.last_flush = time.perf_counter()
-        self.flush_task: asyncio.Task[None] | None = None
-        self.flush_timer: asyncio.TimerHandle | None = None
-        self.flushed_chunks = 0  # chunks of pipe.emitted already appended to the message
-        self.flushed_messages = 0  # provider messages already saved with it
-        self.flush_window = chat_settings.CHAT_FLUSH_INTERVAL  # doubles after each flush (see _maybe_flush)
+        self.saver = StreamSaver(handle, record.assistant_message_id, self.state)  # the text, saved while it streams
         self.action_result: dict[str, Any] | None = None  # how the clicked server action ended (complete.action_result)
         self.sources: list[dict[str, Any]] = []  # what the turn's searches found, numbered (complete.payload.sources)
         self.stop_reason = ""  # why the answer is unfinished (Message.StopReason), blank when it ended as meant
@@ -124,7 +120,7 @@ class Turn:
 
     def on_text(self, ev: AgentTextDelta) -> None:
         assert self.pipe is not None
-        (self.pipe.feed_verbatim if ev.is_tool_marker else self.pipe.feed)(ev.text)  # emitting calls _maybe_flush
+        (self.pipe.feed_verbatim if ev.is_tool_marker else self.pipe.feed)(ev.text)  # emitting calls saver.maybe_flush
 
     def on_tool_start(self, ev: AgentToolStart) -> None:
         self.observer.tool_started(tool_use_id=ev.tool_use_id, name=ev.name, arguments=ev.input)
@@ -179,59 +175,11 @@ class Turn:
         self.record.tools_started = True  # before the write: a crash between the two must still close the call
         await RUNS.run(persistence.tool_call_started)(
             run_id=self.record.run_id, index=index, tool_use_id=tool_use_id, name=name, tool_input=tool_input)
-        if self.pipe is not None:
-            self.pipe.flush()
-            if self.flush_task is not None and not self.flush_task.done():
-                with contextlib.suppress(Exception):
-                    await self.flush_task  # appends stay in order: one flush at a time
-            # as the flush task, so a window firing meanwhile waits for it instead of appending the same chunks
-            self.flush_task = asyncio.get_running_loop().create_task(self._flush(len(self.pipe.emitted), self.handle.last_seq))
-            await self.flush_task
+        await self.saver.flush_now()
 
     async def approve(self, tool_use_id: str, name: str, tool_input: dict[str, Any]) -> bool:
         fut = self.handle.approvals.get(tool_use_id)
         return bool(await fut) if fut is not None else False
-
-    # -- saving the text while it streams --
-    def _maybe_flush(self) -> None:
-        """Persist the text followers have seen; the window starts at CHAT_FLUSH_INTERVAL and doubles after each
-        flush up to CHAT_FLUSH_MAX_INTERVAL, so a turn's writes grow with the log of its length, not with it."""
-        if self.pipe is None or self.handle.done:
-            return
-        now = time.perf_counter()
-        wait = self.flush_window - (now - self.last_flush)
-        if wait > 0 or (self.flush_task is not None and not self.flush_task.done()):
-            if self.flush_timer is None:
-                self.flush_timer = asyncio.get_running_loop().call_later(max(wait, 0.02), self._flush_timer_fired)
-            return
-        self.last_flush = now
-        upto = len(self.pipe.emitted)
-        if upto > self.flushed_chunks:
-            self.flush_window = min(self.flush_window * 2, max(chat_settings.CHAT_FLUSH_MAX_INTERVAL, chat_settings.CHAT_FLUSH_INTERVAL))
-            self.flush_task = asyncio.get_running_loop().create_task(self._flush(upto, self.handle.last_seq))
-
-    def _flush_timer_fired(self) -> None:
-        self.flush_timer = None
-        self._maybe_flush()
-
-    async def _flush(self, upto: int, seq: int) -> None:
-        """Append the emitted chunks not yet saved (up to chunk `upto`) to the message; one flush runs at a time."""
-        message_id = self.record.assistant_message_id
-        if self.pipe is None:  # the run has not started streaming
-            return
-        # other processes' followers must be able to read these events before the database holds their text
-        await self.handle.wait_durable(seq, timeout=2.0)
-        delta = "".join(self.pipe.emitted[self.flushed_chunks:upto])
-        messages = self._provider_messages() if len(self.state.messages) != self.flushed_messages else None
-        await RUNS.run(persistence.assistant_message_append)(message_id=message_id, delta=delta, provider_messages=messages)
-        # advanced only once written: a failed flush is retried whole by the next one, so the text stays a prefix
-        self.flushed_chunks = upto
-        if messages is not None:
-            self.flushed_messages = len(messages)
-
-    def _provider_messages(self) -> list[dict[str, Any]]:
-        """A copy: a flush serialises it in a thread while the loop keeps appending."""
-        return list(self.state.messages)
 
     # -- operations --
     def _record_outcome(self, status: str, error: tuple[ErrorCode, str] | None, usage: dict[str, Any], cost: float | None,
@@ -267,7 +215,8 @@ class Turn:
             plan = await RUNS.run(self._prepare)()
             self.pipe = TextPipe(self.handle, [*plan.payload_markers, SUGGESTED_VALUES_MARKER, SUGGESTED_ACTIONS_MARKER],
                                  chat_settings.CHAT_COALESCE_WINDOW)
-            self.pipe.on_emit = self._maybe_flush
+            self.saver.pipe = self.pipe
+            self.pipe.on_emit = self.saver.maybe_flush
             action = await self._server_action(plan)
             if action is None or action.continue_with_model:
                 if action is not None:
@@ -348,12 +297,7 @@ class Turn:
         self.handle.finishing = True
         if self.pipe is not None and status != Run.Status.COMPLETED:
             self.pipe.flush()
-        if self.flush_timer is not None:
-            self.flush_timer.cancel()
-        if self.flush_task is not None:
-            # let a save under way end first (the final save below writes the same text again); wait() neither
-            # raises its failure nor, when it was cancelled, its CancelledError, which would end this run unfinished
-            await asyncio.wait({self.flush_task})
+        await self.saver.settle()
         parts = parts or AnswerParts()
         self._answered_calls_record()
         for call in self.state.tool_history:  # each card is headed with its tool's title, live and when read back
@@ -384,7 +328,7 @@ class Turn:
             await RUNS.run(persistence.turn_persist)(record=self.record, outcome=TurnOutcome(
                 status=status, text=text, suggested_values=parts.suggested_values, suggested_actions=parts.suggested_actions,
                 custom_payload=parts.custom_payload, payloads=parts.payloads, tool_history=self.state.tool_history,
-                provider_messages=self._provider_messages(), tool_calls=self.tool_calls, diagnostics=diagnostics,
+                provider_messages=self.saver.provider_messages(), tool_calls=self.tool_calls, diagnostics=diagnostics,
                 usage=usage, cost=cost, ttft=ttft, duration=duration, error=error, last_seq=self.handle.last_seq + 1,
                 page=plan.page.name if plan else "",
                 offered_actions=[a["action"] for a in parts.suggested_actions if a.get("handler") == "server"],
