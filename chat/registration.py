@@ -97,6 +97,23 @@ class Registry[S]:
         return len(self._specs)
 
 
+DISCOVERY_MODULE = "assistant"  # one module per app registers its tools, payload types, pages (docs/extending.md)
+REGISTRY_APPS = ("tools", "payloads", "pages")
+_built_in: set[str] = set()
+
+
+def discover(app_name: str) -> None:
+    """Each registry app calls this from its `ready()` once its built-ins are registered; when every installed one
+    has, every app's `assistant` module is imported (so a host's registrations come after all built-ins, whatever
+    the order of INSTALLED_APPS). Importing them again is a no-op."""
+    from django.apps import apps
+    from django.utils.module_loading import autodiscover_modules
+
+    _built_in.add(app_name)
+    if all(name in _built_in for name in REGISTRY_APPS if apps.is_installed(name)):
+        autodiscover_modules(DISCOVERY_MODULE)
+
+
 def duplicate_errors(registry: Registry[Any], what: str, *, hint: str, id: str) -> list[checks.CheckMessage]:
     """One system-check error per name registered twice, worded alike by every registry (`what`: "tool", "page", ...)."""
     return [checks.Error(f"{what} {dup.name!r} is registered twice: in {dup.first} and in {dup.second} (the second is ignored)",

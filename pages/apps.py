@@ -1,8 +1,6 @@
-"""Pages app (label `pagechat_pages`): imports every installed app's `assistant` module, checks, the page mirror."""
+"""Pages app (label `pagechat_pages`): system checks, where pages use tools and payload types, the page mirror."""
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
-
-DISCOVERY_MODULE = "assistant"
 
 
 class PagesConfig(AppConfig):
@@ -12,14 +10,12 @@ class PagesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.utils.module_loading import autodiscover_modules
-
         from chat.places import places_set
+        from chat.registration import discover
         from pages import checks  # noqa: F401  (registers system checks)
         from pages.registry import registry
 
-        # One discovery module per app: `<app>/assistant.py` registers its tools, payload types and pages.
-        autodiscover_modules(DISCOVERY_MODULE)
+        discover(self.name)  # every app's `assistant` module, once the tools and payloads apps have their built-ins
         places_set(registry)  # tools' and payloads' admin pages show where pages use them
         post_migrate.connect(_sync, sender=self)
         _clear_staff_settings_on_change()

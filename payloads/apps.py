@@ -12,10 +12,13 @@ class PayloadsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from chat.registration import discover
         from payloads import (
             builtin,  # noqa: F401  (the built-in tools' payload types)
             checks,  # noqa: F401  (registers system checks)
         )
+
+        discover(self.name)  # the apps' `assistant` modules, once every registry app has its built-ins
 
         post_migrate.connect(_sync, sender=self)
 

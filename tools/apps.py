@@ -10,11 +10,14 @@ class ToolsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from chat.registration import discover
         from tools import (
             builtin,  # noqa: F401
             checks,  # noqa: F401  (registers system checks)
         )
         from tools.sources import checks as source_checks  # noqa: F401  (registers the sources' system checks)
+
+        discover(self.name)  # the apps' `assistant` modules, once every registry app has its built-ins
 
         post_migrate.connect(_sync, sender=self)
         post_migrate.connect(_sources_sync, sender=self)
