@@ -203,8 +203,10 @@ def test_chips_naming_tools_and_payload_types_the_clock_and_the_tabs_speak_the_b
 
     # a stream's settings page, on its second tab: the answer names the tab as its link (a stable id) does
     sid = site_server.query("SELECT id FROM pagechat_demo_researchstream WHERE owner_id = ? ORDER BY id LIMIT 1", demo_id(site_server))[0][0]
+    answers = final_messages(page).count()
     page.goto(f"{site_server.url}/research-streams/{sid}/?tab=retrieval")
     expect(page.locator("[data-pagechat-input]")).to_be_visible()  # the tray stays open across a navigation
+    expect(final_messages(page)).to_have_count(answers)  # with its conversation shown again (before counting for the next)
     tab = page.locator("#tab-retrieval").inner_text().strip()
     assert tab and tab != "Retrieval"
     reply = ask_and_wait(page, want["what"])
