@@ -26,11 +26,11 @@ from django.utils.http import urlencode
 from django.utils.module_loading import import_string
 from django.utils.translation import get_language
 
-from chat.attachments import ACCEPTED_TYPES
 from chat.conf import chat_settings
 from chat.models import PREFERENCES_MAX_CHARS
+from chat.userdata.attachments import ACCEPTED_TYPES
 from pages.access import Access, access_for, user_page_denied
-from pages.registry import DEFAULT_PAGE, PageSpec, registry as page_registry
+from pages.registry import DEFAULT_PAGE, registry as page_registry
 from pages.starters import page_starters
 from tools.access import tools_filter
 from tools.registry import registry as tool_registry
@@ -93,11 +93,11 @@ def provider_label() -> str:
     return str(getattr(provider, "label", "") or "")
 
 
-def tool_fields(spec: PageSpec, context: dict[str, Any], access: Access) -> dict[str, dict[str, str]]:
-    """The labels of the inputs of the tools this page offers this user (its own, its tabs', the global ones): tool
-    name -> {key: label}, in the active language. A tool card shows its call's input with them (as an approval does)."""
-    names = dict.fromkeys([*spec.tool_names(context), *tool_registry.global_names()])
-    tools = [tool for name in names if (tool := tool_registry.get(name)) is not None and not tool.problems]
+def tool_fields(access: Access) -> dict[str, dict[str, str]]:
+    """The labels of the inputs of every tool this user may use: tool name -> {key: label}, in the active language.
+    A tool card shows its call's input with them (as an approval does); every tool, not only this page's, because a
+    conversation follows the person across pages and its earlier cards were made by other pages' tools."""
+    tools = [tool for name in tool_registry.names() if (tool := tool_registry.get(name)) is not None and not tool.problems]
     allowed = tools_filter(access, tools).allowed if tools else []
     return {tool.name: labels for tool in allowed if (labels := input_labels(tool.input_schema))}
 
@@ -117,7 +117,7 @@ def tray_config(request: HttpRequest | None, user: AbstractBaseUser | AnonymousU
         "starters": page_starters(spec, context, access),
         # what a tool card labels its call's input with (tool name -> {key: label}): fields, never JSON; none on an
         # unregistered page (its cards name the keys in words, and its tray renders without a database query)
-        "tool_fields": tool_fields(spec, context, access) if page in page_registry else {},
+        "tool_fields": tool_fields(access) if page in page_registry else {},
         "language": language,
         # Django's JavaScript catalog of the tray's strings in that language, under the host's mount
         "i18n_url": f"{reverse('pagechat:jsi18n')}?{urlencode({'lang': language})}",

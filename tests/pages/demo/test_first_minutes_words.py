@@ -139,14 +139,16 @@ def test_every_demo_page_has_a_title_and_three_or_four_starters(user: Any, page:
 @pytest.mark.parametrize("lang", ["en", "de", "es", "fr"])
 def test_the_tray_config_labels_the_input_of_the_tools_the_page_offers(user: Any, other_user: Any, lang: str) -> None:
     """`tool_fields`: tool name -> {key: label} in the page's language, the labels a tool card shows its call's input
-    with (as an approval does); only the tools this page offers this user."""
+    with (as an approval does); every tool this user may use, because a conversation's earlier cards come from the
+    tools of the pages it passed through."""
     request = RequestFactory().get("/")
     with translation.override(lang):
         config = tray_config(request, user, "edit_research_stream", {"stream_id": 1, "active_tab": "retrieval"})
         fields = config["tool_fields"]
         assert fields["rename_stream"] == {"stream_id": gettext("Stream"), "new_name": gettext("New name")}
         assert set(fields["preview_query"]) == {"query", "limit"} and "calculate" in fields  # the tab's tool, a global one
-        assert "search_articles" not in fields  # another page's tool
+        assert set(fields["search_articles"]) == {"query", "limit"}  # another page's tool: a card made there is shown here
+        assert fields["search_articles"]["query"] == gettext("Query")
         if lang != "en":
             assert fields["rename_stream"]["stream_id"] != "Stream"
         withheld = tray_config(request, other_user, "streams_list", None)["tool_fields"]
