@@ -1,0 +1,1 @@
+"""Browser tests of the tray against the scripted fake protocol server, one module per feature."""
