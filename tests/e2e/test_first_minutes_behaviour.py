@@ -1,5 +1,5 @@
 """The first five minutes, behaviour (issue 37, items 1, 6, 7 and 10), in Chromium on the demo and on the test suite's
-harness host page (the scripted protocol server of test_tray_harness.py):
+harness host page (the scripted protocol server of tests/e2e/tray/):
 
 1. focus stays where the person put it: a card that opens by itself takes neither the focus nor a typed character; on a
    phone (390x844) a proposal is readable and its accept/reject is on the card;

@@ -1,5 +1,5 @@
 """Issue 37, item 8: the tray with the keyboard alone, in Chromium on the demo and on the test suite's harness host page
-(the scripted protocol server of test_tray_harness.py):
+(the scripted protocol server of tests/e2e/tray/):
 
 - focus never falls to <body> from inside the tray (Enter on a deciding action, a regenerated answer, a deleted
   conversation, a closed card);
