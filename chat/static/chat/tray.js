@@ -5,6 +5,7 @@
  *   store.js      conversation state, persisted per browser tab in sessionStorage
  *   api.js        REST calls (conversations)
  *   controller.js what the user and the page can ask of the tray; reacts to the protocol
+ *                 (its features, one module each, in controller/)
  *   view.js ...   the DOM (with messages.js, live.js, panel.js, history.js)
  *   pagechat.js   the public API for host pages (also window.pagechat); docs/tray.md
  */
