@@ -12,14 +12,13 @@ class ChatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from chat import checks, signals, tracing  # noqa: F401  (registers the settings checks and the logout signal)
+        from chat import checks  # noqa: F401  (registers the settings checks)
+        from chat.api import revocation  # noqa: F401  (logout and revoked credentials reach open sockets)
+        from chat.infra import tracing
+        from chat.userdata import files  # noqa: F401  (an attachment's files leave the storage with its row)
 
         tracing.configure()  # OTLP export + Django/database spans, only with OTEL_EXPORTER_OTLP_ENDPOINT
-        from django.apps import apps
-
-        if apps.is_installed("django.contrib.admin"):
-            from chat import admin_evals  # noqa: F401  (the eval sets' admin: chat.admin may not import chat.evals)
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-            from chat.metrics import mark_process_dead
+            from chat.infra.metrics import mark_process_dead
 
             atexit.register(mark_process_dead)  # this process's live gauges (open sockets) stop counting

@@ -9,7 +9,7 @@ from typing import Any, cast
 from channels.routing import URLRouter
 from django.urls import path, re_path, reverse
 
-from chat import wsserver
+from chat.api import wsserver
 from chat.api.auth import TokenOrSessionAuthMiddleware
 from chat.api.consumer import ChatConsumer
 from chat.conf import chat_settings
@@ -49,7 +49,7 @@ def websocket_application(*, extra_paths: Iterable[str] = ()) -> Any:
     a websocket to any other path is refused at the handshake (403) before authentication, with one warning line.
 
     Call it after `get_asgi_application()` (the URLconf must be importable). Under daphne, daphne's own
-    websocket message limit becomes CHAT_MAX_FRAME_BYTES (chat.wsserver). With CHAT_GC_FREEZE (the default) the
+    websocket message limit becomes CHAT_MAX_FRAME_BYTES (chat.api.wsserver). With CHAT_GC_FREEZE (the default) the
     objects loaded so far are frozen out of garbage collection (`gc.freeze()`)."""
     wsserver.install()
     consumer = TokenOrSessionAuthMiddleware(ChatConsumer.as_asgi())

@@ -21,8 +21,8 @@ from django.core.checks import CheckMessage, Error, Warning, register
 from django.utils.module_loading import import_string
 
 from chat.conf import PROVIDER_ALIASES, ChatSettings, Setting, chat_settings
-from chat.costs import prices_problems
 from chat.providers.base import Provider
+from chat.quotas.costs import prices_problems
 from chat.runs.log import RedisRunLog, RunLog
 
 

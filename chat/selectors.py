@@ -12,12 +12,12 @@ from django.db import connections, router
 from django.db.models import CharField, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Cast, Coalesce, Concat, Greatest, Length, Lower, StrIndex, Substr
 
-from chat import attachments
-from chat.attachments import placeholder_block
+from chat.infra.rows import column
 from chat.models import Attachment, Conversation, Message, Run, UserPreferences
-from chat.prompt import StoredMessage, plain_answer_messages
-from chat.rows import column
+from chat.prompt.history import StoredMessage, plain_answer_messages
 from chat.runs.store import run_for_user
+from chat.userdata import attachments
+from chat.userdata.blocks import placeholder_block
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from chat import attachments, retention
-from chat.errors import NotFound
 from chat.events import error_event
+from chat.events.errors import NotFound
 from chat.models import Conversation, Message, PendingApproval, Run, UserPreferences
 from chat.runs import manager
 from chat.runs.store import run_for_user, run_terminal_event
-from chat.turns.admission import TurnStarted, turn_regenerate, turn_start
+from chat.turns.admission import turn_regenerate, turn_start
+from chat.turns.gate import TurnStarted
+from chat.userdata import attachments, retention
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -2,8 +2,7 @@
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
-from chat import openapi
-from chat.api import attachments, conversations, i18n, preferences, root, runs, stream, turn
+from chat.api import attachments, conversations, i18n, openapi, preferences, root, runs, stream, turn
 from chat.api.interop import views as interop
 
 app_name = "pagechat"

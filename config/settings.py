@@ -8,7 +8,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from chat.conf import ChatSettings
-from chat.redis_client import channel_layer_host
+from chat.infra.redis_client import channel_layer_host
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -183,21 +183,21 @@ MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "var" / "media")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # In production collectstatic writes hashed names (served with long caching) and gzip copies, and rewrites the ES
-    # module imports to the hashed names (chat/staticfiles.py). Development and the tests run no collectstatic (and
+    # module imports to the hashed names (chat/infra/staticfiles.py). Development and the tests run no collectstatic (and
     # Django's test runner turns DEBUG off, so a manifest would be looked up): the plain names there.
     "staticfiles": {"BACKEND": "servestatic.storage.CompressedStaticFilesStorage" if DEBUG
-                    else "chat.staticfiles.ModuleManifestStaticFilesStorage"},
+                    else "chat.infra.staticfiles.ModuleManifestStaticFilesStorage"},
 }
 
 # Logs: one JSON object a line (LOG_FORMAT=json, the default with DEBUG off) or plain text; every line a turn
-# writes carries its run_id, conversation_id, user_id and error_code (chat.logs). No message text is logged.
+# writes carries its run_id, conversation_id, user_id and error_code (chat.infra.logs). No message text is logged.
 LOG_FORMAT = env.str("LOG_FORMAT", default="text" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"chat_context": {"()": "chat.logs.RunContextFilter"}},
+    "filters": {"chat_context": {"()": "chat.infra.logs.RunContextFilter"}},
     "formatters": {
-        "json": {"()": "chat.logs.JsonFormatter"},
+        "json": {"()": "chat.infra.logs.JsonFormatter"},
         "text": {"format": "%(asctime)s %(levelname)s %(name)s [run=%(run_id)s] %(message)s"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["chat_context"], "formatter": LOG_FORMAT}},

@@ -6,7 +6,7 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("chat.urls")),
-    path("", include("chat.ops_urls")),  # /healthz, /readyz, /metrics
+    path("", include("chat.ops.urls")),  # /healthz, /readyz, /metrics
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     # Django's LogoutView accepts POST only (CSRF-protected); the header renders a small form for it.
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat.staff_settings import staff_setting
+from chat.infra.staff_settings import staff_setting
 from pages.registry import PageSpec, ServerAction, registry
 from tools.access import Access, access_for
 

@@ -10,8 +10,8 @@ class PagesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from chat.places import places_set
-        from chat.registration import discover
+        from chat.infra.places import places_set
+        from chat.infra.registration import discover
         from pages import checks  # noqa: F401  (registers system checks)
         from pages.registry import registry
 
@@ -23,7 +23,7 @@ class PagesConfig(AppConfig):
 
 def _clear_staff_settings_on_change() -> None:
     """A page's row or its groups changed in this process: the cached restrictions go at once."""
-    from chat.staff_settings import clear_on_change
+    from chat.infra.staff_settings import clear_on_change
     from pages.models import ChatPage
 
     clear_on_change(ChatPage, m2m=(ChatPage.groups.through,))

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core import checks
 
-from chat.registration import duplicate_errors
+from chat.infra.registration import duplicate_errors
 
 # `{% chat_tray ... page="name" ... %}` with a literal name (a variable cannot be checked before rendering).
 TRAY_TAG = re.compile(r"""\{%\s*chat_tray\b[^%]*?\bpage\s*=\s*(["'])([^"'%]*)\1""")

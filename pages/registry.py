@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from chat.registration import Registry
+from chat.infra.registration import Registry
 from pages.spec import BUILTIN_CLIENT_ACTIONS, DEFAULT_PAGE, ActionFailed, ClientAction, ContextBuilder, PageSpec, ServerAction, ServerActionResult, TabSpec
 
 __all__ = ["BUILTIN_CLIENT_ACTIONS", "DEFAULT_PAGE", "ActionFailed", "ClientAction", "ContextBuilder", "PageRegistry",

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.utils.functional import Promise
 
-from chat.registration import title_shown
+from chat.infra.registration import title_shown
 
 ContextBuilder = Callable[[dict[str, Any], Any], str]  # (request context, user) -> CONTEXT text
 

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.utils.translation import gettext
 
-from chat.registration import title_shown
+from chat.infra.registration import title_shown
 from pages.access import Access, server_action_denied
 from pages.registry import PageSpec
 from payloads.registry import registry as payload_registry

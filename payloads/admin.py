@@ -6,8 +6,8 @@ from typing import Any
 from django.contrib import admin
 from django.utils.translation import gettext, gettext_lazy as _
 
-from chat.display import pretty
-from chat.places import places_get
+from chat.infra.display import pretty
+from chat.infra.places import places_get
 from payloads.models import PayloadType
 from payloads.registry import registry
 

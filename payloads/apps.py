@@ -12,7 +12,7 @@ class PayloadsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from chat.registration import discover
+        from chat.infra.registration import discover
         from payloads import (
             builtin,  # noqa: F401  (the built-in tools' payload types)
             checks,  # noqa: F401  (registers system checks)

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core import checks
 
-from chat.registration import duplicate_errors
+from chat.infra.registration import duplicate_errors
 
 HINT = "Payload types and markers are global: rename one."
 

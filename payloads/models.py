@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from chat.registration import rows_mirror
+from chat.infra.registration import rows_mirror
 
 
 class PayloadType(models.Model):

@@ -1,4 +1,4 @@
-"""PayloadRegistry: the payload types that exist (an instance, like AdminSite; tests build their own; base: chat.registration)."""
+"""PayloadRegistry: the payload types that exist (an instance, like AdminSite; tests build their own; base: chat.infra.registration)."""
 from __future__ import annotations
 
 import secrets
@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from chat.events.suggestions import SUGGESTION_MARKERS
-from chat.registration import Duplicate, Registry
+from chat.infra.registration import Duplicate, Registry
 from payloads.spec import PayloadSpec
 from payloads.stream import MARKER_RE
 from payloads.validation import PayloadValidator

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from django.utils.functional import Promise
 from pydantic import BaseModel
 
-from chat.registration import title_shown
+from chat.infra.registration import title_shown
 from payloads.validation import PayloadValidator, make_validator
 
 SUMMARY_MAX_CHARS = 120

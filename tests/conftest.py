@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from chat import staff_settings
-from chat.limits import limiter
+from chat.infra import staff_settings
 from chat.providers.scripted import ScriptedProvider
+from chat.quotas.limits import limiter
 from chat.runs import manager
 from tests.protocol import check_http, check_wire
 
@@ -77,7 +77,7 @@ def _close_executor_connections(django_db_setup: Any, django_db_blocker: Any) ->
     from asgiref.sync import sync_to_async
     from django.db import connections
 
-    from chat.db_threads import db_threads_close
+    from chat.infra.db_threads import db_threads_close
 
     with django_db_blocker.unblock():
         asyncio.run(sync_to_async(connections.close_all)())

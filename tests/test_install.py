@@ -31,9 +31,9 @@ settings.configure(INSTALLED_APPS=["django.contrib.auth", "django.contrib.conten
                    DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}})
 os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:9"
 django.setup()
-import chat, chat.tracing
+import chat, chat.infra.tracing
 print("installed-at", os.path.dirname(chat.__file__))
-print("tracing", chat.tracing.configure())
+print("tracing", chat.infra.tracing.configure())
 """
 
 

@@ -1,10 +1,10 @@
-"""The registries' shared base (chat.registration): one duplicate rule, one check wording, one ORM mirror, discovery
+"""The registries' shared base (chat.infra.registration): one duplicate rule, one check wording, one ORM mirror, discovery
 after the built-ins."""
 from __future__ import annotations
 
 import pytest
 
-from chat.registration import Registry, duplicate_errors
+from chat.infra.registration import Registry, duplicate_errors
 from pages.models import ChatPage, chat_page_rows_sync
 from pages.registry import PageRegistry, PageSpec, registry as pages
 from payloads.registry import PayloadRegistry, registry as payloads

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from chat.staff_settings import staff_setting
+from chat.infra.staff_settings import staff_setting
 from tools.spec import ToolSpec
 
 # ModelBackend caches a user's permissions on the user object; a websocket keeps one user object for hours

@@ -10,7 +10,7 @@ from django.utils.html import format_html_join
 from django.utils.translation import gettext, gettext_lazy as _, ngettext
 
 from chat.events.client import ClientJSONError, client_json
-from chat.places import places_get
+from chat.infra.places import places_get
 from tools.mcp import McpRefresh, env_template_problem, mcp_server_refresh, mcp_server_rows_forget, mcp_tool_rows_sync
 from tools.models import McpServer, Tool
 

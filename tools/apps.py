@@ -10,7 +10,7 @@ class ToolsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from chat.registration import discover
+        from chat.infra.registration import discover
         from tools import (
             builtin,  # noqa: F401
             checks,  # noqa: F401  (registers system checks)
@@ -28,7 +28,7 @@ def _clear_staff_settings_on_change() -> None:
     """A tool's or MCP server's row, or a group, changed in this process: its cached staff settings go at once."""
     from django.contrib.auth.models import Group
 
-    from chat.staff_settings import clear_on_change
+    from chat.infra.staff_settings import clear_on_change
     from tools.models import McpServer, Tool
 
     clear_on_change(Tool, McpServer, Group, m2m=(Tool.groups.through, McpServer.groups.through))

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core import checks
 
-from chat.registration import duplicate_errors
+from chat.infra.registration import duplicate_errors
 
 PERMISSION_HINT = ('Write Django permission strings as "app_label.codename", e.g. "pagechat_demo.change_researchstream" '
                    "(the model's add/change/delete/view permissions or one of its Meta.permissions).")

@@ -24,8 +24,8 @@ from django.utils.translation import gettext
 
 from chat.agent.types import ToolContext, ToolProgress, ToolResult
 from chat.conf import chat_settings
-from chat.registration import title_from_name
-from chat.staff_settings import staff_setting
+from chat.infra.registration import title_from_name
+from chat.infra.staff_settings import staff_setting
 from tools.addresses import AddressRefused, Network, guarded_transport, networks, resolve_allowed, url_host
 from tools.registry import ToolRegistry, registry as default_registry
 from tools.spec import ToolSpec

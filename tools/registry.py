@@ -1,10 +1,10 @@
-"""The tool registry: an instance filled by `@registry.tool` / `register()`, like Django's AdminSite (base: chat.registration)."""
+"""The tool registry: an instance filled by `@registry.tool` / `register()`, like Django's AdminSite (base: chat.infra.registration)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
-from chat.registration import Registry, caller_origin
+from chat.infra.registration import Registry, caller_origin
 from tools.spec import ToolSpec, spec_from_function
 
 F = TypeVar("F", bound=Callable[..., Any])

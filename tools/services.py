@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chat.registration import rows_mirror
-from chat.staff_settings import staff_setting
+from chat.infra.registration import rows_mirror
+from chat.infra.staff_settings import staff_setting
 from tools.registry import ToolRegistry, registry as default_registry
 
 

@@ -12,7 +12,7 @@ from django.utils.translation import gettext
 from pydantic import BaseModel, ConfigDict, create_model
 
 from chat.agent.types import AgentTool, ToolContext
-from chat.registration import title_from_name, title_shown
+from chat.infra.registration import title_from_name, title_shown
 
 # What an approval shows of a call's input when the tool does not describe it: at most this many fields, each value
 # cut to this many characters (a model may pass anything)

@@ -11,12 +11,13 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from chat import attachments, selectors, services
+from chat import selectors, services
 from chat.api.auth import Authenticated
 from chat.api.errors import ErrorMapped, error
+from chat.api.openapi import error_responses, operation
 from chat.api.serializers import AttachmentSerializer, AttachmentUploadSerializer
 from chat.conf import chat_settings
-from chat.openapi import error_responses, operation
+from chat.userdata import attachments, blocks
 
 ATTACHMENT_ID = OpenApiParameter("attachment_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="the attachment's id")
 UPLOAD_OVERHEAD = 64 * 1024  # multipart headers and boundaries around the file
@@ -58,7 +59,7 @@ class AttachmentUploadView(AttachmentView):
         if upload is None:
             return error("bad_frame", "send the file as the multipart field `file`")
         att = services.attachment_upload(user=request.user, upload=upload)
-        return JsonResponse(attachments.attachment_data(att), status=201)
+        return JsonResponse(blocks.attachment_data(att), status=201)
 
 
 class AttachmentFileView(AttachmentView):

@@ -22,9 +22,9 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework.permissions import IsAuthenticated
 
 from chat.api.errors import error, exception_response
-from chat.db_threads import CREDENTIALS
-from chat.errors import ServiceError
-from chat.openapi import AUTHENTICATION
+from chat.api.openapi import AUTHENTICATION
+from chat.events.errors import ServiceError
+from chat.infra.db_threads import CREDENTIALS
 
 logger = logging.getLogger("chat.auth")  # the logger docs/embedding.md names for refused handshakes
 
@@ -223,7 +223,7 @@ class TokenOrSessionAuthMiddleware:
 # ---- HTTP ----------------------------------------------------------------------------------------
 
 class Authenticated:
-    """DRF views: a token or the session (DRF's checks CSRF), signed in, as the API document states (chat.openapi);
+    """DRF views: a token or the session (DRF's checks CSRF), signed in, as the API document states (chat.api.openapi);
     declared here, not taken from the host's DRF defaults (which may be AllowAny)."""
 
     authentication_classes = AUTHENTICATION

@@ -11,17 +11,18 @@ from typing import Any
 from channels.db import aclose_old_connections
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from chat import metrics, selectors, services
+from chat import selectors, services
 from chat.api.auth import CLOSE_SESSION_ENDED, credentials_revocation, revocation
 from chat.api.follow import run_follow
+from chat.api.revocation import user_group
 from chat.conf import chat_settings
-from chat.errors import CredentialsRevoked, ServiceError
 from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameError, error_event, parse_frame
-from chat.limits import limiter
-from chat.logs import Throttled
-from chat.redis_client import receive_timed_out
+from chat.events.errors import CredentialsRevoked, ServiceError
+from chat.infra import metrics
+from chat.infra.logs import Throttled
+from chat.infra.redis_client import receive_timed_out
+from chat.quotas.limits import limiter
 from chat.runs import manager
-from chat.signals import user_group
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     """Thin: every frame goes through `parse_frame` and then to its handler by type."""
 
     # Channels recycles the connections of Django's shared sync thread before every message, with a hop to that
-    # thread. These frames' handlers do their database work on threads that recycle their own (chat.db_threads,
+    # thread. These frames' handlers do their database work on threads that recycle their own (chat.infra.db_threads,
     # database_sync_to_async), so they skip the hop (about 7% of a turn's server CPU). Every other frame, and any
     # new one, keeps Channels' behaviour.
     OWN_CONNECTIONS = frozenset({"chat.send"})

@@ -17,6 +17,7 @@ from chat.api.auth import Authenticated
 from chat.api.bodies import StrictJSONParser
 from chat.api.errors import ErrorMapped
 from chat.api.export import EXPORT_ALL_JSON_SCHEMA, EXPORT_FORMATS, EXPORT_JSON_SCHEMA, ExportNegotiation, export_all_response, export_response
+from chat.api.openapi import described_actions, drf_error_responses, operation
 from chat.api.serializers import (
     ConversationDetailQuery,
     ConversationDetailSerializer,
@@ -26,9 +27,8 @@ from chat.api.serializers import (
     MessageMarkSerializer,
     MessageSerializer,
 )
-from chat.errors import NotFound
+from chat.events.errors import NotFound
 from chat.models import Conversation, Message
-from chat.openapi import described_actions, drf_error_responses, operation
 
 
 @described_actions(

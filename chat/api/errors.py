@@ -10,8 +10,8 @@ from rest_framework.views import APIView
 
 from chat.api.bodies import RefusedJSON
 from chat.conf import chat_settings
-from chat.errors import ErrorCode, ServiceError, http_status
 from chat.events import FrameError, error_event
+from chat.events.errors import ErrorCode, ServiceError, http_status
 
 
 def error_response(error: FrameError) -> HttpResponse:

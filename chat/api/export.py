@@ -8,8 +8,8 @@ from django.http import HttpResponse, StreamingHttpResponse
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 
-from chat import retention
 from chat.models import Conversation
+from chat.userdata import retention
 
 
 class ExportNegotiation(DefaultContentNegotiation):

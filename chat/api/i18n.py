@@ -8,7 +8,7 @@ from django.utils import translation
 from django.utils.translation import check_for_language
 from django.views.i18n import JavaScriptCatalog
 
-from chat.languages import language_normalize
+from chat.prompt.languages import language_normalize
 
 
 class TrayCatalog(JavaScriptCatalog):

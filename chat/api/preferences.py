@@ -10,8 +10,8 @@ from chat import selectors, services
 from chat.api.auth import Authenticated
 from chat.api.bodies import StrictJSONParser
 from chat.api.errors import ErrorMapped
+from chat.api.openapi import drf_error_responses, operation
 from chat.api.serializers import PreferencesSerializer
-from chat.openapi import drf_error_responses, operation
 
 
 class PreferencesView(Authenticated, ErrorMapped, APIView):

@@ -9,7 +9,7 @@ from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from chat.api.errors import error
-from chat.openapi import described
+from chat.api.openapi import described
 
 
 @described(methods=["GET"], authenticated=False, summary="Where the endpoints are", tags=["api"], responses={200: inline_serializer(

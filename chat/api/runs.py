@@ -12,11 +12,11 @@ from chat import services
 from chat.api.auth import endpoint
 from chat.api.bodies import body
 from chat.api.errors import error, error_response
+from chat.api.openapi import described, error_responses
 from chat.api.stream import RUN_ID
 from chat.conf import chat_settings
 from chat.events import FrameError
 from chat.events.client import ClientJSONError, client_json
-from chat.openapi import described, error_responses
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -6,9 +6,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from chat import attachments
+from chat.events.rendering import render_markdown
 from chat.models import PREFERENCES_MAX_CHARS, Conversation, Message, UserPreferences
-from chat.rendering import render_markdown
+from chat.userdata import attachments, blocks
 
 
 class AttachmentSerializer(serializers.Serializer):
@@ -24,7 +24,7 @@ class AttachmentSerializer(serializers.Serializer):
     thumbnail_url = serializers.CharField(allow_null=True, help_text="a small JPEG of an image; null for a PDF")
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
-        return attachments.attachment_data(instance)
+        return blocks.attachment_data(instance)
 
 
 @extend_schema_field({"type": ["object", "null"]})

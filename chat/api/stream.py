@@ -9,14 +9,15 @@ from django.views.decorators.http import require_GET, require_POST
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
-from chat import metrics, selectors, services
+from chat import selectors, services
 from chat.api.auth import endpoint
 from chat.api.bodies import body, send_frame
 from chat.api.errors import error, error_response
 from chat.api.follow import run_follow
-from chat.errors import ErrorCode
+from chat.api.openapi import CHAT_SEND_BODY, SSE_EVENT_SCHEMA, described, error_responses
 from chat.events import FrameError
-from chat.openapi import CHAT_SEND_BODY, SSE_EVENT_SCHEMA, described, error_responses
+from chat.events.errors import ErrorCode
+from chat.infra import metrics
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

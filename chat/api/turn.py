@@ -16,10 +16,10 @@ from chat.api.auth import Authenticated
 from chat.api.bodies import StrictJSONParser, body, send_frame
 from chat.api.errors import ErrorMapped, error_response, refused
 from chat.api.follow import run_follow
+from chat.api.openapi import CHAT_SEND_BODY, error_responses, operation
 from chat.api.stream import SEND_ERRORS
-from chat.errors import ServiceError, error_code
 from chat.events import ChatSend, CompletePayload, FrameError, error_event
-from chat.openapi import CHAT_SEND_BODY, error_responses, operation
+from chat.events.errors import ServiceError, error_code
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -27,12 +27,12 @@ from django.utils import timezone
 
 from chat import services
 from chat.conf import chat_settings
-from chat.errors import RateLimited, ServiceError, error_code
 from chat.evals.expectations import expectations_check
 from chat.evals.judge import Judge, provider_class
 from chat.evals.results import CaseResult, CaseRun, EvalReport, ExpectationResult, Status, Tokens, TurnResult, cost_sum
 from chat.evals.spec import EvalCase, EvalSet, EvalSpecError, EvalTurn
 from chat.events import TERMINAL_TYPES, ActionMetadata, ChatSend
+from chat.events.errors import RateLimited, ServiceError, error_code
 from chat.models import Run
 from chat.providers.base import Provider
 from chat.providers.factory import provider_get

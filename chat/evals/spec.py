@@ -17,8 +17,8 @@ from typing import Annotated, Any, Self
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from chat.errors import ERROR_CODES
 from chat.events import InteractionType
+from chat.events.errors import ERROR_CODES
 from pages.registry import registry as page_registry
 from payloads.registry import registry as payload_registry
 

@@ -6,8 +6,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from chat.errors import ERRORS
 from chat.events.client import CLIENT_FRAMES
+from chat.events.errors import ERRORS
 from chat.events.server import RUN_EVENTS, FrameError
 
 EVENTS_FILE = "./events.schema.json"

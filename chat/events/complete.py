@@ -7,8 +7,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, TypeAdapter, ValidationError
 
 from chat.events.base import Envelope, Frame, RunEvent, omit_none
+from chat.events.rendering import render_markdown
 from chat.events.suggestions import SuggestedAction, SuggestedValue
-from chat.rendering import render_markdown
 
 
 class CustomPayload(Frame):

@@ -6,9 +6,9 @@ from typing import Any, ClassVar, Literal, overload
 
 from pydantic import Field
 
-from chat.errors import ERRORS, ErrorCode
 from chat.events.base import TERMINAL_TYPES, Envelope, Frame, RunEvent, omit_none
 from chat.events.complete import Change, CompleteEvent
+from chat.events.errors import ERRORS, ErrorCode
 
 
 class StatusEvent(RunEvent):
@@ -176,7 +176,7 @@ def error_event(code: ErrorCode, message: str | None = None, *, run_id: str | No
     """The one error builder: a run's terminal `error` when `seq` is given, else a frame-level refusal (with
     `retry_after` when the refusal says when to try again).
 
-    `message` defaults to the code's meaning (chat/errors.py)."""
+    `message` defaults to the code's meaning (chat/events/errors.py)."""
     text = message or (ERRORS[code].meaning if code in ERRORS else "")  # an unknown code fails validation below
     if seq is not None:
         return ErrorEvent(run_id=run_id or "", seq=seq, conversation_id=conversation_id, code=code, message=text)

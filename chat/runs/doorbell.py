@@ -2,7 +2,7 @@
 
 At most once, like the channel layer itself: every message it carries is also recorded where the
 owner polls on its heartbeat (the run log's cancel mark, the approval's row), so a lost ring is a delay.
-So a failing layer is recoverable: one warning line (chat.logs.Throttled), never a traceback."""
+So a failing layer is recoverable: one warning line (chat.infra.logs.Throttled), never a traceback."""
 from __future__ import annotations
 
 import asyncio
@@ -12,8 +12,8 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from chat.logs import Throttled
-from chat.redis_client import receive_timed_out
+from chat.infra.logs import Throttled
+from chat.infra.redis_client import receive_timed_out
 
 log = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]

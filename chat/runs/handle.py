@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Concatenate, ParamSpec
 
 from chat.events import Envelope
-from chat.metrics import RUN_LOG_LAG
+from chat.infra.metrics import RUN_LOG_LAG
 from chat.runs.compact import FinishedEvents
 from chat.runs.log import ResyncRequired, RunLog
 from chat.runs.malloc import trimmer

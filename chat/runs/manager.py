@@ -17,36 +17,24 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import os
-import socket
 import time
-import uuid
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
-from django.db import DatabaseError
-
 from chat.conf import chat_settings
-from chat.db_threads import HEARTBEAT
-from chat.limits import limiter
-from chat.logs import Throttled
+from chat.infra.db_threads import HEARTBEAT
+from chat.infra.logs import Throttled
 from chat.models import Run
-from chat.redis_client import redis_errors
 from chat.runs import store
 from chat.runs.doorbell import Doorbell
 from chat.runs.handle import WRITE_RETRY_MAX, RunHandle
+from chat.runs.heartbeat import RunHeartbeat
 from chat.runs.log import ResyncRequired, RunLog, RunState, run_log_from_settings
 from chat.runs.shutdown import SigtermChain
 
 log = logging.getLogger(__name__)
 
 
-def _away_errors() -> tuple[type[BaseException], ...]:
-    """What the database or Redis being away raises (a heartbeat then waits for the next tick)."""
-    return (DatabaseError, *redis_errors())
-
-
-PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"[:64]
 # A log that lacks its terminal event this long after the run ended in the database gets it from there.
 TERMINAL_GRACE = 3.0
 
@@ -57,7 +45,7 @@ def owner_rewrite_grace() -> float:
     return 2 * chat_settings.CHAT_HEARTBEAT_INTERVAL + WRITE_RETRY_MAX + 1
 
 
-class RunManager:
+class RunManager(RunHeartbeat):
     """The process's registry of runs it owns, and the way to reach runs owned elsewhere."""
 
     def __init__(self) -> None:
@@ -314,87 +302,6 @@ class RunManager:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
-
-    async def _heartbeat_loop(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except asyncio.CancelledError:
-                raise
-            except _away_errors() as exc:  # the database or Redis is away: the next tick tries again
-                self._beat_failed.warning("heartbeat failed", exc=exc)
-            except Exception as exc:  # a bug: the loop (the sweep, the polls) goes on, its traceback once a minute
-                self._beat_bug.warning("heartbeat failed", exc=exc)
-            else:
-                self._beat_failed.recovered("heartbeat: working again")
-            await asyncio.sleep(chat_settings.CHAT_HEARTBEAT_INTERVAL)
-
-    async def tick(self) -> None:
-        """One heartbeat: mark owned runs alive, sweep dead owners' runs, repair and poll what the doorbell may miss.
-
-        Its database work runs on the heartbeat's own thread (chat.db_threads.HEARTBEAT): never on the thread of the
-        request that started the loop, and never queued behind turns (a late beat lets other processes sweep live runs)."""
-        if await HEARTBEAT.run(store.runs_heartbeat)(run_ids=self.running_ids(), process_id=PROCESS_ID):
-            await self._close_swept()
-        await self._poll_approvals()
-        shared = self.shared_log()
-        if shared is not None:
-            failed: BaseException | None = None
-            for step in (self._verify_logs, self._poll_cancels):
-                try:
-                    await step(shared)
-                except shared.errors as exc:
-                    failed = exc
-            if failed is not None:
-                self._log_unavailable.warning("the run log is unavailable during the heartbeat", exc=failed)
-            else:
-                self._log_unavailable.recovered("the run log answers again")
-        await limiter.refresh()
-
-    async def _close_swept(self) -> None:
-        shared = self.shared_log()
-        if shared is None:
-            return
-        for run_id in await HEARTBEAT.run(store.runs_recently_interrupted)():
-            try:
-                await self.close_log(run_id)
-            except shared.errors as exc:
-                self._log_unavailable.warning("could not close the log of interrupted run %s", run_id, exc=exc)
-
-    async def _verify_logs(self, shared: RunLog) -> None:
-        """After a Redis restart the logs are gone: rewrite those of runs this process still holds, and have writers
-        backing off through the outage retry as soon as the log answers (followers elsewhere are waiting for them)."""
-        now = time.monotonic()
-        check: list[RunHandle] = []
-        behind: list[RunHandle] = []
-        for h in self.handles.values():  # one pass: every retained run, each heartbeat
-            if h.needs_check(now):
-                check.append(h)
-            if h.write_pending:
-                behind.append(h)
-        if not check and not behind:
-            return
-        if check:
-            for h, length in zip(check, await shared.lengths([h.run_id for h in check]), strict=True):
-                if length < h.durable_seq:
-                    h.request_rewrite()
-        else:
-            await shared.ping()  # raises while the log is still unreachable: the writers keep backing off
-        for h in behind:
-            h.retry_writes()
-
-    async def _poll_cancels(self, shared: RunLog) -> None:
-        for run_id in await shared.cancel_requested(self.running_ids()):
-            await self.cancel(run_id)
-
-    async def _poll_approvals(self) -> None:
-        waiting = {(h.run_id, tid): fut for h in self._running_handles() for tid, fut in h.approvals.items() if not fut.done()}
-        if not waiting:
-            return
-        for run_id, tool_use_id, approved in await HEARTBEAT.run(store.approvals_answered)(run_ids={rid for rid, _ in waiting}):
-            fut = waiting.get((run_id, tool_use_id))
-            if fut is not None and not fut.done():
-                fut.set_result(approved)
 
     # ---- graceful shutdown -----------------------------------------------------------------------
 

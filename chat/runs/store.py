@@ -9,8 +9,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat.conf import chat_settings
-from chat.errors import NotFound, error_code
 from chat.events import CancelledEvent, CompleteEvent, Envelope, ErrorEvent, RunEvent, complete_payload_build, error_event
+from chat.events.errors import NotFound, error_code
 from chat.models import Message, PendingApproval, Run, ToolCall
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils.translation import gettext
 from pydantic import ValidationError
 
-from chat.errors import Forbidden
+from chat.events.errors import Forbidden
 from pages.access import access_for, server_action_denied
 from pages.registry import ActionFailed, ServerAction, ServerActionResult
 

@@ -1,6 +1,6 @@
 """Admitting a message: limits, ownership, the server-action token, idempotent resends; then its run starts.
 
-Every run - so every model call - starts through `_admitted`, the one choke point of the limits: a new message, an
+Every run - so every model call - starts through `admitted` (chat.turns.gate), the one choke point of the limits: a new message, an
 edit, a regenerate, Continue, a server action and a standard client's tool results, on every transport (websocket,
 SSE, REST, AG-UI, the AI SDK). It counts the message (CHAT_RATE_LIMIT_PER_MINUTE) and checks the daily budgets
 (CHAT_DAILY_*_BUDGET) before anything is stored; the runs in progress (CHAT_MAX_RUNNING_PER_USER) are counted in the
@@ -12,12 +12,10 @@ streaming) assistant message the run answers into: one transaction.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -25,28 +23,24 @@ from channels.db import database_sync_to_async
 from django.db import IntegrityError, connection, connections, router, transaction
 from django.utils import timezone
 
-from chat import metrics
-from chat.actions import TokenInvalid, action_token_verify
-from chat.attachments import attachments_claim
-from chat.budgets import budgets
 from chat.conf import chat_settings
-from chat.db_threads import ADMISSION
-from chat.errors import ActionRejected, BadRequest, BudgetExceeded, Busy, CredentialsRevoked, Forbidden, NotFound, RateLimited
-from chat.events import ChatSend, StatusEvent
-from chat.limits import limiter
+from chat.events import ChatSend
+from chat.events.errors import BadRequest, Busy, CredentialsRevoked, NotFound
+from chat.infra import metrics
+from chat.infra.db_threads import ADMISSION
+from chat.infra.rows import column, row_create, row_values
 from chat.models import Conversation, Message, Run, UsedActionToken, action_stat_count
 from chat.providers.base import Provider
-from chat.providers.factory import provider_get
-from chat.rows import column, row_create, row_values
 from chat.runs import PROCESS_ID, manager
 from chat.runs.store import runs_sweep
-from chat.turns.clients import NO_EXTRAS, AnsweredCall, TurnExtras
+from chat.turns.clients import NO_EXTRAS, TurnExtras
+from chat.turns.gate import Admission, TurnStarted, admitted, running_count
 from chat.turns.observer import model_recorded
 from chat.turns.persistence import TurnRecord, assistant_message_create
 from chat.turns.planning import page_of, public_action_metadata
 from chat.turns.titles import title_initial, title_is_generated
-from chat.turns.work import turn_execute
-from pages.access import access_for, page_denied, server_action_denied
+from chat.turns.verification import REFUSALS, access_verify, action_verify, client_calls_answered
+from chat.userdata.attachments import attachments_claim
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -54,14 +48,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 Credentials = Callable[[], int | None]  # a socket's credential check: None while they hold, else its close code
 
-
-@dataclass
-class TurnStarted:
-    """A started (or, for a resent client_message_id, an earlier) run to follow from seq 0."""
-
-    run_id: str
-    conversation_id: int
-    created: bool
 
 
 async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXTRAS, credentials: Credentials | None = None) -> TurnStarted:
@@ -106,82 +92,11 @@ async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXT
                 await manager.listen_for(started.run_id)
         return started
 
-    started = await _admitted(user, resent=resent, begin=begin)
+    started = await admitted(user, resent=resent, begin=begin)
     if started.created:
         metrics.TIME_TO_FIRST_EVENT.observe(time.perf_counter() - arrived)
     return started
 
-
-class Admission:
-    """One turn's passage through the limits; `start` (the only place a run's task starts) refuses a turn whose
-    message rate, budgets and runs in progress were not all checked."""
-
-    def __init__(self, user: User) -> None:
-        self.user = user
-        self.ticket: str | None = None  # the message's place in the rate window
-        self.limited = False  # the message rate and the budgets were checked
-        self.counted_running = False  # the runs in progress were counted in the run's own transaction
-
-    async def limits(self) -> None:
-        """Count the message (RateLimited past CHAT_RATE_LIMIT_PER_MINUTE), then the daily budgets (BudgetExceeded)."""
-        try:
-            self.ticket = await limiter.check_message(self.user.pk)
-        except RateLimited:
-            metrics.RATE_LIMITED.labels("messages").inc()
-            raise
-        await budgets.check(self.user.pk)
-        self.limited = True
-
-    def running(self, running: int | None = None) -> None:
-        """RateLimited when the user already has CHAT_MAX_RUNNING_PER_USER runs in progress (runs of dead processes
-        are swept first). Called inside the transaction that stores the run; `running`: the count already read there."""
-        if running is None:
-            running = _running_count(self.user.pk)
-        if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER and runs_sweep():  # dead processes' runs do not count
-            running = _running_count(self.user.pk)
-        if running >= chat_settings.CHAT_MAX_RUNNING_PER_USER:
-            metrics.RATE_LIMITED.labels("running").inc()
-            raise RateLimited("too many runs in progress")
-        self.counted_running = True
-
-    async def give_back(self) -> None:
-        """The message started nothing (a resend): its place in the rate window is free again."""
-        if self.ticket is not None:
-            await limiter.uncount_message(self.user.pk, self.ticket)
-            self.ticket = None
-
-    def start(self, frame: ChatSend, provider: Provider, started: TurnStarted, record: TurnRecord) -> None:
-        """Create the run's handle, acknowledge (seq 1) and start its task: the model calls."""
-        if not (self.limited and self.counted_running):  # a path that skipped the limits is a bug, never a free turn
-            raise RuntimeError("a run was started without its admission's limits")
-        handle = manager.create(started.run_id, started.conversation_id, self.user.pk)
-        handle.append(StatusEvent.wire, message="Thinking…")  # the ack: the user message is stored
-        manager.start(handle, turn_execute(handle, self.user, frame, provider, record))
-
-
-async def _admitted(user: User, *, resent: Callable[[], Awaitable[TurnStarted | None]],
-                    begin: Callable[[Admission, Provider], Awaitable[TurnStarted]]) -> TurnStarted:
-    """The choke point every turn passes: its limits, then `begin` (store the turn, count the runs in progress with
-    `Admission.running`, start it with `Admission.start`). A refused message that `resent` finds stored already is
-    answered with its earlier run (a resend starts nothing, so it is never refused); one `begin` finds stored gives
-    its count back."""
-    admission = Admission(user)
-    try:
-        await admission.limits()
-    except (RateLimited, BudgetExceeded):
-        earlier = await resent()
-        if earlier is not None:
-            return earlier
-        raise
-    provider = provider_get()
-    # shielded: a caller cancelled meanwhile (socket closed, SSE client gone) must not leave a stored
-    # message with a run that no task runs; the run starts and a resend or resume finds it
-    started = await asyncio.shield(begin(admission, provider))
-    if started.created:
-        metrics.RUNS_STARTED.labels(provider.name).inc()
-    else:
-        await admission.give_back()
-    return started
 
 
 def turn_started_by_client_id(*, user: User, client_message_id: str | None, conversation_id: int | None,
@@ -249,7 +164,7 @@ async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str
             await manager.listen_for(started.run_id)
         return started
 
-    return await _admitted(user, resent=resent, begin=begin)
+    return await admitted(user, resent=resent, begin=begin)
 
 
 def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | None, message_id: int | None,
@@ -275,7 +190,7 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
                 "interaction_type": "text_input" if question.interaction_type == "action_executed" else question.interaction_type,
                 "language": language,
             })
-            _access_verify(user, frame)
+            access_verify(user, frame)
             (admission or Admission(user)).running()
             answers.update(replaced=True)  # the answer (and any continuation of it): an earlier version of the new one
             if client_message_id:  # a resend of this regenerate finds its run through the question
@@ -312,8 +227,8 @@ def _turn_start_db(user: User, frame: ChatSend, provider: Provider, extras: Turn
             raise NotFound("conversation not found")
     elif extras.thread_id is not None:
         conversation = Conversation.objects.filter(owner=user, thread_id=extras.thread_id).first()
-    _access_verify(user, frame)
-    nonce, refusal = _action_verify(user, frame, conversation)
+    access_verify(user, frame)
+    nonce, refusal = action_verify(user, frame, conversation)
     for attempt in (1, 2, 3):
         try:
             return _turn_insert(user, frame, provider, conversation, nonce, refusal, extras, admission or Admission(user))
@@ -352,7 +267,7 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
             # A resend racing the original (a reconnect to another process) must find it, not store it again:
             # the unique constraint covers one conversation only, so serialise on (user, client_message_id).
             _client_message_lock(user.pk, frame.client_message_id)
-        running = _running_count(user.pk)
+        running = running_count(user.pk)
         if not plain or running >= chat_settings.CHAT_MAX_RUNNING_PER_USER:
             # a resend finds its run before anything here could refuse it ("too many") or store it again
             again = turn_started_by_client_id(user=user, client_message_id=frame.client_message_id, conversation_id=frame.conversation_id,
@@ -378,7 +293,7 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
             conversation.messages.filter(id__gte=question.pk).delete()
             if retitle:  # provisional until the answer's title replaces it (titles.conversation_title_set)
                 Conversation.objects.filter(pk=conversation.pk).update(title=title_initial(frame.message))
-        answered = _client_calls_answered(conversation, extras)
+        answered = client_calls_answered(conversation, extras)
         created = conversation is None
         if conversation is None:
             conversation_id = row_create(Conversation, {
@@ -420,97 +335,8 @@ def _conversation_owned(user: User, conversation_id: int) -> Conversation | None
 _CONVERSATION_COLUMNS = ("id", "owner_id", "title", "page", "thread_id")
 
 
-def _running_count(user_id: int) -> int:
-    """How many of the user's runs are running (every admission asks; its SQL is written once per database)."""
-    alias = router.db_for_read(Run)
-    with connections[alias].cursor() as cursor:
-        cursor.execute(_running_count_sql(alias), [user_id, Run.Status.RUNNING.value])
-        return int(cursor.fetchone()[0])
-
-
-@cache
-def _running_count_sql(alias: str) -> str:
-    q = connections[alias].ops.quote_name
-    r, c = Run._meta, Conversation._meta
-    return (f"SELECT COUNT(*) FROM {q(r.db_table)} r INNER JOIN {q(c.db_table)} c ON r.{q('conversation_id')} = c.{q('id')} "
-            f"WHERE c.{q('owner_id')} = %s AND r.{q('status')} = %s")
-
-
-def _client_calls_answered(conversation: Conversation | None, extras: TurnExtras) -> list[AnsweredCall]:
-    """The client's answers matched to the calls that ended the conversation's last run: all of them, or BadRequest.
-
-    Names and inputs come from the stored calls, never from what the client re-sends."""
-    if not extras.tool_results:
-        return []
-    last = conversation.messages.shown().order_by("-id").first() if conversation is not None else None
-    pending: dict[str, AnsweredCall] = {}
-    if last is not None and last.role == Message.Role.ASSISTANT and last.status == Message.Status.COMPLETE:
-        answered = {b.get("tool_use_id") for m in last.provider_messages if m.get("role") == "user" and isinstance(m.get("content"), list)
-                    for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"}
-        for m in last.provider_messages:
-            for b in m.get("content") if m.get("role") == "assistant" and isinstance(m.get("content"), list) else []:
-                if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") not in answered:
-                    pending[str(b["id"])] = AnsweredCall(str(b["id"]), str(b.get("name", "")), dict(b.get("input") or {}))
-    given = {r.tool_use_id: r.content for r in extras.tool_results}
-    if not pending or set(given) != set(pending):
-        raise BadRequest("the tool results must answer exactly the tool calls the last answer is waiting for")
-    return [AnsweredCall(c.tool_use_id, c.name, c.input, given[c.tool_use_id]) for c in pending.values()]
-
-
 def _client_message_lock(user_id: int, client_message_id: str | None) -> None:
     """Hold a transaction-scoped lock on (user, client_message_id); SQLite's IMMEDIATE transactions already serialise."""
     if connection.vendor == "postgresql" and client_message_id is not None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [user_id % 2**31, client_message_id])
-
-
-def _access_verify(user: User, frame: ChatSend) -> None:
-    """Refuse (`forbidden`, nothing stored) a turn on a page, or a server action, this user may not use."""
-    page = page_of(frame)
-    access = access_for(user)
-    reason = page_denied(access, page)
-    if reason is not None:
-        log.info("user %s refused on page %s: %s", user.pk, page.name, reason)
-        raise Forbidden("You do not have permission to use the assistant on this page.")
-    meta = frame.action_metadata
-    action = page.server_action(meta.action_identifier) if meta is not None and frame.interaction_type == "action_executed" else None
-    if action is not None and (reason := server_action_denied(access, action)) is not None:
-        log.info("user %s refused server action %s: %s", user.pk, action.action, reason)
-        raise Forbidden("You do not have permission to run this action.")
-
-
-# Why a server action is answered instead of run (TokenInvalid's reason -> what the user reads).
-REFUSALS: dict[str, str] = {
-    "missing token": "This button was not offered by the server in this conversation, so it cannot run.",
-    "expired token": "This button has expired. Ask again for a fresh one.",
-    "bad signature": "This button was altered, so it cannot run.",
-    "token is not for this user or conversation": "This button belongs to another conversation, so it cannot run here.",
-    "token does not match the action or its data": "This button's data was changed, so it cannot run.",
-    "used": "This button was already used.",
-    "no conversation": "This button was not offered by the server in this conversation, so it cannot run.",
-}
-
-
-def _action_verify(user: User, frame: ChatSend, conversation: Conversation | None) -> tuple[str | None, str | None]:
-    """For a server action: (the token's nonce, None) if it may run, or (None, why not) if the turn only answers
-    with the reason (unknown, expired, altered or used buttons are never run). Not an action: (None, None)."""
-    meta = frame.action_metadata
-    if frame.interaction_type != "action_executed":
-        return None, None
-    if meta is None:
-        raise ActionRejected("action_executed needs action_metadata")
-    name = meta.action_identifier
-    if page_of(frame).server_action(name) is None:
-        return None, f"Unknown action: {name}. Nothing was done."
-    if conversation is None:
-        return None, f"{REFUSALS['no conversation']} Nothing was done."
-    try:
-        claims = action_token_verify(
-            meta.token, user_id=user.pk, conversation_id=conversation.pk, action=name,
-            data=meta.action_data, max_age=chat_settings.CHAT_ACTION_TOKEN_MAX_AGE,
-        )
-    except TokenInvalid as exc:
-        return None, f"{REFUSALS.get(str(exc), 'This button is no longer valid.')} Nothing was done."
-    return claims.nonce, None
-
-

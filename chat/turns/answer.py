@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from chat.actions import action_token_sign
 from chat.events import suggested_action_read, suggested_value_read
-from chat.registration import title_shown
+from chat.infra.registration import title_shown
+from chat.turns.action_tokens import action_token_sign
 from chat.turns.planning import TurnPlan
 from pages.registry import BUILTIN_CLIENT_ACTIONS, PageSpec, ServerActionResult
 from payloads.parsing import parse_blocks

@@ -1,7 +1,7 @@
 """What operations see of a turn: its Prometheus metrics and, when tracing is on, its OpenTelemetry spans.
 
 The turn reports each event once (`turn_started`, `tool_started`, `model_call_ended`, ...); this records it. Every
-metric name, label, span name and attribute of a turn is written here and in `chat.metrics` / `chat.tracing`.
+metric name, label, span name and attribute of a turn is written here and in `chat.infra.metrics` / `chat.infra.tracing`.
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import time
 from typing import Any
 
-from chat import metrics, tracing
 from chat.conf import chat_settings
+from chat.infra import metrics, tracing
 from chat.providers.base import Provider, Usage
 
 

@@ -12,10 +12,10 @@ from django.db.models import F, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from chat.errors import ErrorCode
+from chat.events.errors import ErrorCode
+from chat.infra.rows import row_create, row_update
 from chat.models import Conversation, Message, PendingApproval, Run, ToolCall, action_stat_count
-from chat.prompt import plain_answer_messages
-from chat.rows import row_create, row_update
+from chat.prompt.history import plain_answer_messages
 from chat.turns.clients import AnsweredCall, ClientTool
 
 # A run's terminal status -> its assistant message's status.
@@ -95,7 +95,7 @@ def assistant_message_append(*, message_id: int, delta: str, provider_messages: 
 
 def provider_messages_stored(provider_messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
     """What an answer's `provider_messages` column keeps: nothing when the model's output was one text block equal to
-    the stored text (history rebuilds exactly that block from `content`: `chat.prompt.history_build`), else all of
+    the stored text (history rebuilds exactly that block from `content`: `chat.prompt.history.history_build`), else all of
     it. Most answers are plain text: stored once instead of twice, and not parsed again on every later turn."""
     if provider_messages == plain_answer_messages(text):
         return []

@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from chat import selectors
 from chat.agent.types import AgentTool
-from chat.attachments import blocks_redact, blocks_resolve
 from chat.conf import chat_settings
 from chat.events import ChatSend
-from chat.prompt import PromptInput, StoredMessage, history_build, system_prompt_build
+from chat.infra.registration import title_shown
+from chat.prompt.history import StoredMessage, history_build
+from chat.prompt.system import PromptInput, system_prompt_build
 from chat.providers.base import Provider
-from chat.registration import title_shown
 from chat.turns.clients import ClientTool
+from chat.userdata.blocks import blocks_redact, blocks_resolve
 from pages.access import Access, access_for, server_action_denied
 from pages.registry import BUILTIN_CLIENT_ACTIONS, PageSpec, registry as page_registry
 from payloads.registry import registry as payload_registry

@@ -8,7 +8,7 @@ from typing import Any
 
 from chat.agent.types import LoopState
 from chat.conf import chat_settings
-from chat.db_threads import RUNS
+from chat.infra.db_threads import RUNS
 from chat.runs import RunHandle
 from chat.turns import persistence
 from chat.turns.pipe import TextPipe

@@ -15,12 +15,12 @@ from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 
-from chat.budgets import budgets
 from chat.conf import chat_settings
-from chat.costs import cost_of, total_tokens
-from chat.db_threads import RUNS
+from chat.infra.db_threads import RUNS
 from chat.models import Conversation, Run
 from chat.providers.base import MessageEnd, Provider, ProviderError, ProviderRequest, TextDelta, Usage
+from chat.quotas.budgets import budgets
+from chat.quotas.costs import cost_of, total_tokens
 
 log = logging.getLogger(__name__)
 TITLE_MAX_CHARS = 60

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connections
 from django.utils import translation
 
-from chat import logs, selectors
+from chat import selectors
 from chat.agent.loop import run_agent_loop
 from chat.agent.types import (
     AgentComplete,
@@ -25,11 +25,7 @@ from chat.agent.types import (
     LoopState,
     ToolContext,
 )
-from chat.budgets import budgets
 from chat.conf import chat_settings
-from chat.costs import cost_of
-from chat.db_threads import RUNS
-from chat.errors import ActionRejected, ErrorCode, ServiceError, error_code
 from chat.events import (
     SUGGESTED_ACTIONS_MARKER,
     SUGGESTED_VALUES_MARKER,
@@ -44,9 +40,14 @@ from chat.events import (
     changes_clean,
     complete_payload_build,
 )
-from chat.languages import language_normalize
+from chat.events.errors import ActionRejected, ErrorCode, ServiceError, error_code
+from chat.infra import logs
+from chat.infra.db_threads import RUNS
 from chat.models import Message, Run, ToolCall, action_stat_count
+from chat.prompt.languages import language_normalize
 from chat.providers.base import Provider, ProviderError
+from chat.quotas.budgets import budgets
+from chat.quotas.costs import cost_of
 from chat.runs import RunHandle
 from chat.runs.malloc import trimmer
 from chat.turns import persistence, titles

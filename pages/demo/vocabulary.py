@@ -10,7 +10,7 @@ from django.utils.translation import gettext_noop
 from chat.providers.offline import glossary
 
 # The buttons the offline model offers for the demo's server actions are labelled with the action's name in words
-# (chat.registration.title_shown: "update_config" -> "Update config") through the catalogs: translated here.
+# (chat.infra.registration.title_shown: "update_config" -> "Update config") through the catalogs: translated here.
 SERVER_ACTION_TITLES = (gettext_noop("Create stream"), gettext_noop("Update config"), gettext_noop("Delete entity"),
                         gettext_noop("Validate form"), gettext_noop("Run test report"), gettext_noop("Execute search"),
                         gettext_noop("Apply filters"))

@@ -36,7 +36,7 @@ def prefill(user_index: int, count: int) -> dict[str, int]:
     from django.contrib.auth import get_user_model
 
     from chat.models import Conversation, Message
-    from chat.prompt import plain_answer_messages
+    from chat.prompt.history import plain_answer_messages
     from chat.turns.persistence import provider_messages_stored
     from tests.bench.words import answer_text
 

@@ -1,6 +1,6 @@
 """What one database job's thread round trip costs, with no database work: `python -m tests.bench.hop [--uvloop]`.
 
-A turn runs three jobs on `chat.db_threads` threads (admission, plan, final save): each is a hand-off from the event
+A turn runs three jobs on `chat.infra.db_threads` threads (admission, plan, final save): each is a hand-off from the event
 loop to a thread and back. This times that hand-off alone (a job that does nothing), as CPU of the whole process
 per round trip, so the fixed cost of a turn can be read against it."""
 from __future__ import annotations
@@ -18,7 +18,7 @@ def _noop() -> None:
 
 
 async def _measure(rounds: int) -> tuple[float, float]:
-    from chat.db_threads import DbThread
+    from chat.infra.db_threads import DbThread
 
     thread = DbThread("bench-hop")
     job = thread.run(_noop)

@@ -75,7 +75,7 @@ def process_cpu(pid: int) -> float:
 SERVER_COMMANDS: dict[str, list[str]] = {
     "daphne": ["-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", "{port}", "{app}"],
     "uvicorn": ["-m", "uvicorn", "--host", "127.0.0.1", "--port", "{port}", "--loop", "uvloop", "--http", "httptools",
-                "--ws", "chat.wsserver:UvicornWebSocketProtocol", "--no-access-log", "--log-level", "warning", "--lifespan", "off", "{app}"],
+                "--ws", "chat.api.wsserver:UvicornWebSocketProtocol", "--no-access-log", "--log-level", "warning", "--lifespan", "off", "{app}"],
 }
 
 
@@ -85,7 +85,7 @@ def relay_server(name: str, log_dir: Path, frames_dir: Path, server: str = "daph
     app, env = "tests.bench.baseline_channels:application", {"BENCH_FRAMES_DIR": str(frames_dir)}
     if server == "daphne":
         return Server(name, app, env, log_dir)
-    ws = "chat.wsserver:UvicornWebSocketProtocol"
+    ws = "chat.api.wsserver:UvicornWebSocketProtocol"
     command = [sys.executable, *("websockets" if a == ws else app if a == "{app}" else a for a in SERVER_COMMANDS[server])]
     return Server(name, app, env, log_dir, server=server, command=command)
 

@@ -134,7 +134,7 @@ def main() -> int:
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
 
-    from chat.limits import limiter
+    from chat.quotas.limits import limiter
     from chat.runs import manager
     from tests.bench.memory import settle
     from tests.resilience.invariants import check_db, db_state_orm

@@ -18,8 +18,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from chat.admin.quality_report import Period, _day, first_text_percentiles, quality_report, user_runs
 from chat.models import Conversation, Message, Run, ToolCall
-from chat.quality import Period, _day, first_text_percentiles, quality_report, user_runs
 
 pytestmark = pytest.mark.django_db
 

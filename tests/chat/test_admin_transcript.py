@@ -8,7 +8,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from chat.admin import INLINE_ROWS, TRANSCRIPT_MESSAGES
+from chat.admin.common import INLINE_ROWS
+from chat.admin.conversations import TRANSCRIPT_MESSAGES
 from chat.models import Conversation, Message, Run
 
 pytestmark = pytest.mark.django_db

@@ -17,9 +17,9 @@ from django.test import Client
 from PIL import ExifTags, Image
 from PIL.PngImagePlugin import PngInfo
 
-from chat.attachments import content_type_sniff, name_clean
 from chat.models import Attachment, Conversation, Message, Run
 from chat.providers import scripted as s
+from chat.userdata.attachments import content_type_sniff, name_clean
 from tests.conftest import token_for, ws_connect
 from tests.fakes.anthropic_server import FakeAnthropicServer, text_response
 from tests.fakes.openai_server import FakeOpenAIServer, recorded

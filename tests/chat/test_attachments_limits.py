@@ -16,8 +16,8 @@ from django.db import connection, connections
 from django.test import Client
 from PIL import ExifTags, Image
 
-from chat import attachments
 from chat.models import Attachment
+from chat.userdata import attachments
 from tests.bench.server import Server
 from tests.bench.upload_memory import hostile_png, measure, memory_bound
 from tests.conftest import token_for

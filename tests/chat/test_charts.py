@@ -1,4 +1,4 @@
-"""Server-drawn SVG charts (chat.charts): the scale, bars and lines where the values put them, gaps for missing
+"""Server-drawn SVG charts (chat.admin.charts): the scale, bars and lines where the values put them, gaps for missing
 values, every label escaped, and the table of the same numbers."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from chat.charts import HEIGHT, Series, chart_figure, nice_ceiling
+from chat.admin.charts import HEIGHT, Series, chart_figure, nice_ceiling
 
 SVG = "{http://www.w3.org/2000/svg}"
 

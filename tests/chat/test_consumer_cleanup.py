@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from chat.limits import limiter
+from chat.quotas.limits import limiter
 from tests.conftest import ws_connect
 
 

@@ -15,12 +15,12 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
 
-from chat.budgets import budgets, spent_in_database
 from chat.checks import check_chat_settings
-from chat.costs import cost_of, price_for, total_tokens
 from chat.models import Run
 from chat.providers import scripted as s
 from chat.providers.base import Usage
+from chat.quotas.budgets import budgets, spent_in_database
+from chat.quotas.costs import cost_of, price_for, total_tokens
 from tests.chat.test_http import TokenClient, auth_headers, parse_sse
 from tests.conftest import ws_connect
 from tests.protocol import check_wire
@@ -161,7 +161,7 @@ async def test_budgets_are_shared_across_processes_through_redis(user: Any, scri
     assert int(redis.Redis.from_url(redis_url).hget(budgets.key(user.pk), "tokens") or 0) == 11
 
     code = ("import asyncio, django; django.setup()\n"
-            "from chat.budgets import budgets\n"
+            "from chat.quotas.budgets import budgets\n"
             f"asyncio.run(budgets.spend({user.pk}, {{'input_tokens': 900, 'output_tokens': 100}}, 0.01))\n")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "REDIS_URL": redis_url, "CHAT_DAILY_TOKEN_BUDGET": "1000"}
     result = await sync_to_async(subprocess.run)([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
@@ -248,7 +248,7 @@ async def test_a_budget_spent_through_one_process_is_refused_by_another_on_every
 def test_every_redis_key_carries_the_sites_prefix(settings: Any) -> None:
     """Two sites (or two test runs) sharing one Redis never read each other's budgets, limits or run logs."""
     from chat.conf import chat_settings
-    from chat.limits import limiter
+    from chat.quotas.limits import limiter
     from chat.runs.log import RedisRunLog
 
     settings.CHAT_REDIS_KEY_PREFIX = "site2:"

@@ -1,4 +1,4 @@
-"""chat.db_threads: jobs run in order on their own thread; a connection used moments ago skips the health check."""
+"""chat.infra.db_threads: jobs run in order on their own thread; a connection used moments ago skips the health check."""
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from chat import db_threads
-from chat.db_threads import DbThread
+from chat.infra import db_threads
+from chat.infra.db_threads import DbThread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,11 +1,11 @@
-"""chat.db_threads: a job runs in the caller's active language (a turn's plan - the page's title, its context builder -
+"""chat.infra.db_threads: a job runs in the caller's active language (a turn's plan - the page's title, its context builder -
 is made in the user's language, not the site's default)."""
 from __future__ import annotations
 
 from django.utils import translation
 from django.utils.translation import gettext
 
-from chat.db_threads import DbThread
+from chat.infra.db_threads import DbThread
 
 
 def _said() -> tuple[str | None, str]:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from chat.budgets import budgets
 from chat.models import Run
 from chat.providers import scripted as s
+from chat.quotas.budgets import budgets
 from tests.chat.test_http import TokenClient, auth_headers
 from tests.conftest import ws_connect
 from tests.protocol import check_http
@@ -209,9 +209,9 @@ def _calls(name: str) -> list[str]:
 def test_runs_start_only_behind_the_admissions_limits() -> None:
     """A run's task (the model calls) is started in one place, Admission.start, which refuses a turn whose limits
     were not checked (below); turn_start and turn_regenerate, the services every transport calls, pass the choke point."""
-    assert _calls("turn_execute") == ["chat/turns/admission.py:start"]
-    assert _calls("_admitted") == ["chat/turns/admission.py:turn_regenerate", "chat/turns/admission.py:turn_start"]
-    assert all(c.startswith("chat/turns/admission.py:") for c in _calls("Admission")), _calls("Admission")
+    assert _calls("turn_execute") == ["chat/turns/gate.py:start"]
+    assert _calls("admitted") == ["chat/turns/admission.py:turn_regenerate", "chat/turns/admission.py:turn_start"]
+    assert all(c.startswith(("chat/turns/admission.py:", "chat/turns/gate.py:")) for c in _calls("Admission")), _calls("Admission")
     # the model is streamed only by a started turn (chat.turns.work.Turn, which turn_execute runs): its agent loop,
     # and the title of a conversation's first turn, after its answer. Operators' tooling (manage.py chat_eval's judge)
     # calls a model for no user and is reached by no request.
@@ -222,12 +222,12 @@ def test_runs_start_only_behind_the_admissions_limits() -> None:
     assert _calls("turn_title_set") == ["chat/turns/work.py:finish"]
     # the admin's eval runs start `manage.py chat_eval` in a process of its own (chat.evals.stored.eval_run_start): no model
     # call happens in the web process that serves staff
-    assert not [m for m in _importers(OPERATOR_TOOLING) if not m.startswith((*OPERATOR_TOOLING, "chat/management/", "chat/admin_evals.py"))]
+    assert not [m for m in _importers(OPERATOR_TOOLING) if not m.startswith((*OPERATOR_TOOLING, "chat/management/", "chat/admin/evals.py"))]
 
 
 async def test_a_run_started_without_its_limits_is_refused(user: Any) -> None:
     """Admission.start refuses a turn whose limits were not all checked (a bug, never a free model call)."""
-    from chat.turns.admission import Admission
+    from chat.turns.gate import Admission
 
     admission = Admission(user)
     with pytest.raises(RuntimeError, match="without its admission's limits"):

@@ -9,10 +9,10 @@ import pytest
 from channels.db import database_sync_to_async
 from django.core import signing
 
-from chat.actions import action_token_sign
 from chat.agent.types import ToolProgress, ToolResult
 from chat.models import ActionStat, Message, PendingApproval, Run, ToolCall
 from chat.providers import scripted as s
+from chat.turns.action_tokens import action_token_sign
 from pages.registry import ClientAction, PageSpec, ServerAction, ServerActionResult, TabSpec, registry as pages
 from payloads.registry import registry as payloads
 from payloads.spec import PayloadSpec

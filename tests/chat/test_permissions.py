@@ -10,9 +10,9 @@ from django.contrib.auth.models import Group, Permission
 from django.core import checks
 from django.test import Client
 
-from chat.actions import action_token_sign
 from chat.models import Conversation, Message, Run, ToolCall
 from chat.providers import scripted as s
+from chat.turns.action_tokens import action_token_sign
 from pages.checks import page_problems
 from pages.models import chat_page_rows_sync
 from pages.registry import PageRegistry, PageSpec, ServerAction, ServerActionResult, registry as pages

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chat.places import places_get, places_set
+from chat.infra.places import places_get, places_set
 from pages.registry import PageSpec, TabSpec, registry as pages
 
 
@@ -37,7 +37,7 @@ def test_admin_pages_show_where_pages_use_a_tool_and_offer_the_pages(admin_clien
 
 @pytest.mark.django_db
 def test_without_the_pages_app_nothing_is_used_anywhere(admin_client: Any, places_page: None) -> None:
-    from chat.places import _Nowhere
+    from chat.infra.places import _Nowhere
 
     places_set(_Nowhere())
     try:

@@ -1,7 +1,7 @@
 """Error-aware prompting: an `error` in the request context becomes a TROUBLESHOOTING section, bounded, one line a field."""
 from __future__ import annotations
 
-from chat.prompt import PromptInput, error_context, system_prompt_build
+from chat.prompt.system import PromptInput, error_context, system_prompt_build
 
 
 def test_error_adds_a_troubleshooting_section_after_the_context() -> None:

@@ -13,7 +13,6 @@ from django.test import AsyncClient
 from hypothesis import given, settings as hsettings, strategies as st
 
 from chat.agent.types import ToolProgress, ToolResult
-from chat.errors import ERROR_CODES, ERRORS, BadRequest, ErrorCode, ServiceError
 from chat.events import (
     CLIENT_FRAMES,
     RUN_EVENTS,
@@ -32,6 +31,7 @@ from chat.events import (
     error_event,
     protocol_schemas,
 )
+from chat.events.errors import ERROR_CODES, ERRORS, BadRequest, ErrorCode, ServiceError
 from chat.management.commands.chat_protocol_schema import schema_text
 from chat.providers import scripted as s
 from chat.runs import manager

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from chat.errors import RateLimited
-from chat.limits import Limiter
+from chat.events.errors import RateLimited
+from chat.quotas.limits import Limiter
 from tests.conftest import TEST_REDIS_PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,9 +137,9 @@ _PROCESS = """
 import asyncio, sys, time, django
 django.setup()
 import redis
-from chat.errors import RateLimited
-from chat.limits import limiter
-from chat.redis_client import redis_key
+from chat.events.errors import RateLimited
+from chat.quotas.limits import limiter
+from chat.infra.redis_client import redis_key
 
 async def main(processes):
     barrier = redis_key("barrier")

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from chat.budgets import Budgets
-from chat.limits import Limiter
+from chat.quotas.budgets import Budgets
+from chat.quotas.limits import Limiter
 from tests.resilience.cluster import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from chat.rendering import ALLOWED_TAGS, LINK_REL, render_markdown, sanitize_html
+from chat.events.rendering import ALLOWED_TAGS, LINK_REL, render_markdown, sanitize_html
 
 SAFE_SCHEMES = {"", "http", "https", "mailto"}
 

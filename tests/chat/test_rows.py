@@ -1,4 +1,4 @@
-"""chat.rows: single-row statements written once must store exactly what the ORM stores (field by field)."""
+"""chat.infra.rows: single-row statements written once must store exactly what the ORM stores (field by field)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.db.models.signals import post_save
 
+from chat.infra.rows import _create_plan, row_create, row_insert, row_update, row_values
 from chat.models import Attachment, Conversation, Message, Run
-from chat.rows import _create_plan, row_create, row_insert, row_update, row_values
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import pytest
 
 from chat import selectors
 from chat.models import Attachment, Conversation, Message
-from chat.prompt import StoredMessage, estimate_tokens
+from chat.prompt.history import StoredMessage, estimate_tokens
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 
-from chat import staff_settings
+from chat.infra import staff_settings
 from pages.access import page_group_restriction
 from tools.access import tool_group_restrictions
 from tools.models import Tool

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from chat.budgets import spent_in_database
 from chat.models import Conversation, Run
 from chat.providers import scripted as s
 from chat.providers.base import Usage
+from chat.quotas.budgets import spent_in_database
 from tests.conftest import ws_connect
 
 pytestmark = pytest.mark.django_db(transaction=True)

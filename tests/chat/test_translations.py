@@ -12,8 +12,8 @@ from django.test import Client, RequestFactory
 from django.utils import translation
 
 from chat.events import ChatSend, FrameError, parse_frame
-from chat.languages import language_name, language_normalize
-from chat.prompt import PromptInput, system_prompt_build
+from chat.prompt.languages import language_name, language_normalize
+from chat.prompt.system import PromptInput, system_prompt_build
 from chat.providers.base import ProviderRequest
 from chat.providers.offline import decide, reply_language
 

@@ -31,16 +31,16 @@ from chat import services
 from chat.agent.data import DATA_NOTICE, as_data
 from chat.agent.loop import run_agent_loop
 from chat.agent.types import AgentTool, ToolResult
-from chat.attachments import attachments_claim
 from chat.events import ChatSend
 from chat.events.client import ActionMetadata
 from chat.models import Conversation, Message
-from chat.prompt import PromptInput, system_prompt_build
+from chat.prompt.system import PromptInput, system_prompt_build
 from chat.providers import scripted as s
 from chat.providers.base import ProviderRequest
 from chat.providers.offline.reading import Reading
 from chat.providers.scripted import ScriptedProvider
 from chat.turns.planning import turn_plan_build
+from chat.userdata.attachments import attachments_claim
 from pages.registry import PageSpec, registry as pages
 from tests.chat.test_attachments import png_bytes
 from tools.mcp import server_specs

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from chat.db_threads import RUNS
+from chat.infra.db_threads import RUNS
 from chat.providers import scripted as s
 from chat.runs import manager
 from chat.turns.work import LONG_ANSWER

@@ -11,8 +11,8 @@ from channels.db import database_sync_to_async
 from django.db import IntegrityError
 from django.test import AsyncClient
 
-from chat.errors import Busy
 from chat.events import ChatSend, FrameError, parse_frame
+from chat.events.errors import Busy
 from chat.models import Conversation, Message, Run
 from chat.providers import scripted as s
 from chat.turns import admission

@@ -11,7 +11,7 @@ import yaml
 from django.core.management import call_command
 from drf_spectacular.validation import validate_schema
 
-from chat.errors import ERRORS
+from chat.events.errors import ERRORS
 from tests.e2e.conftest import PYTHON, ROOT
 from tests.ops.conftest import Daphne, http
 
@@ -33,7 +33,7 @@ def test_check_fails_on_a_stale_document(tmp_path: Path) -> None:
 
 
 def test_openapi_is_valid_openapi_3_1_with_every_error_code() -> None:
-    """Valid against the OpenAPI Initiative's 3.1 JSON Schema; every endpoint of chat.urls; every code of chat/errors.py."""
+    """Valid against the OpenAPI Initiative's 3.1 JSON Schema; every endpoint of chat.urls; every code of chat/events/errors.py."""
     doc: dict[str, Any] = yaml.safe_load(OPENAPI.read_text())
     assert doc["openapi"] == "3.1.0"
     validate_schema(doc)  # jsonschema against the OAI's published 3.1 schema (bundled by drf-spectacular)

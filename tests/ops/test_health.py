@@ -33,7 +33,7 @@ async def test_healthz_and_readyz_embedded(async_client: Any) -> None:
 
 @pytest.mark.django_db(transaction=True)
 async def test_readyz_reports_unapplied_migrations(async_client: Any, monkeypatch: Any) -> None:
-    from chat import ops
+    from chat.ops import views as ops
 
     monkeypatch.setattr(ops, "_migrated", False)
     from django.db.migrations.executor import MigrationExecutor

@@ -12,9 +12,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import REGISTRY
 
-from chat.costs import cost_of
 from chat.providers import scripted as s
 from chat.providers.base import ProviderError
+from chat.quotas.costs import cost_of
 from tests.conftest import ws_connect
 from tests.ops.conftest import Daphne, http, token_for
 

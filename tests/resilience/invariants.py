@@ -271,7 +271,7 @@ def db_state_sql(dsn: str) -> DbState:
 def check_db(state: DbState, *, acked: Iterable[tuple[int, str]] = ()) -> None:
     """Every acknowledged user message stored exactly once; at most one running run per conversation;
     the history each conversation would send next is valid (every tool_use paired)."""
-    from chat.prompt import StoredMessage, history_build
+    from chat.prompt.history import StoredMessage, history_build
 
     by_cmid = Counter((m["client_message_id"], _owner(state, m["conversation_id"])) for m in state.messages
                       if m["role"] == "user" and m["client_message_id"])

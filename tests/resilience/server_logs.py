@@ -1,5 +1,5 @@
 """Reading a server process's log from outside, as an operator's log pipeline would: one JSON object a line
-(LOG_FORMAT=json, chat.logs.JsonFormatter), plus daphne's own access lines, which it prints without logging."""
+(LOG_FORMAT=json, chat.infra.logs.JsonFormatter), plus daphne's own access lines, which it prints without logging."""
 from __future__ import annotations
 
 import json

@@ -1,8 +1,8 @@
-"""Log levels of the background work (chat.logs): an expected condition logs nothing above DEBUG, a recoverable one
+"""Log levels of the background work (chat.infra.logs): an expected condition logs nothing above DEBUG, a recoverable one
 is one WARNING line with its context and no traceback, at most once a minute when it recurs every second.
 
 The doorbell here runs on real channels-redis layers: one whose idle receives end on the client's socket timeout (a
-host's layer configured without chat.redis_client.channel_layer_host) and one whose Redis is not there at all."""
+host's layer configured without chat.infra.redis_client.channel_layer_host) and one whose Redis is not there at all."""
 from __future__ import annotations
 
 import asyncio
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from chat import logs
-from chat.logs import Throttled
+from chat.infra import logs
+from chat.infra.logs import Throttled
 from chat.runs.doorbell import Doorbell
 from tests.conftest import TEST_REDIS_PREFIX
 from tests.resilience.cluster import free_port

@@ -12,11 +12,11 @@ from django.utils.translation import gettext_lazy
 from pydantic import Field
 
 from chat.agent.types import ToolContext
-from chat.prompt import TOOL_TITLES, PromptInput, system_prompt_build
+from chat.infra.registration import title_from_name, title_shown
+from chat.prompt.system import TOOL_TITLES, PromptInput, system_prompt_build
 from chat.providers.base import ProviderRequest
 from chat.providers.offline import decide
 from chat.providers.offline.reading import Reading
-from chat.registration import title_from_name, title_shown
 from pages.access import access_for
 from pages.registry import PageSpec, ServerAction, ServerActionResult
 from pages.starters import page_starters

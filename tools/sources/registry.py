@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from chat.registration import Duplicate, caller_origin
+from chat.infra.registration import Duplicate, caller_origin
 from tools.registry import ToolRegistry, registry as tool_registry
 from tools.sources.spec import Source
 

@@ -25,8 +25,8 @@ from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
 
 from chat.api.interop.common import InlineFile, assistant_message_id, base64_decode, client_message_id, data_url_decode, run_events, strip_markers
-from chat.errors import BadRequest
 from chat.events import ChatSend
+from chat.events.errors import BadRequest
 from chat.turns.clients import ClientTool, ClientToolResult, TurnExtras
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # what the model APIs accept as a tool name

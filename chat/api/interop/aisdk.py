@@ -9,8 +9,8 @@ from urllib.parse import urljoin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chat.api.interop.common import InlineFile, assistant_message_id, client_message_id, data_url_decode, run_events, strip_markers
-from chat.errors import BadRequest
 from chat.events import ChatSend
+from chat.events.errors import BadRequest
 from chat.turns.clients import TurnExtras
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}

@@ -17,10 +17,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from chat import selectors, services
 from chat.api.follow import run_follow
-from chat.attachments import attachments_count_check
-from chat.errors import BadRequest, NotFound
 from chat.events import ChatSend
+from chat.events.errors import BadRequest, NotFound
 from chat.turns.clients import TurnExtras
+from chat.userdata.attachments import attachments_count_check
 
 TOOL_MARKER = re.compile(r"\n*\[\[tool:\d+\]\]\n*")  # where the tray renders a tool card: meaningless to other clients
 

@@ -13,11 +13,11 @@ from chat import selectors, services
 from chat.api.auth import endpoint
 from chat.api.interop import agui, aisdk
 from chat.api.interop.common import turn_start_with_files
+from chat.api.openapi import described, error_responses
 from chat.api.stream import sse_response
 from chat.conf import chat_settings
-from chat.errors import BadRequest, ErrorCode, NotFound
 from chat.events.client import ClientJSONError, client_json
-from chat.openapi import described, error_responses
+from chat.events.errors import BadRequest, ErrorCode, NotFound
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

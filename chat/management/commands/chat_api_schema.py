@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import reverse
 from django.utils import translation
 
+from chat.api.openapi import openapi_document
 from chat.events.asyncapi import asyncapi_document
-from chat.openapi import openapi_document
 
 
 def openapi_text() -> str:

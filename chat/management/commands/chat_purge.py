@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from chat.attachments import attachments_unsent_purge
 from chat.conf import chat_settings
-from chat.retention import PURGE_BATCH_SIZE, Removal, conversations_purge, purge_cutoff
+from chat.userdata.attachments import attachments_unsent_purge
+from chat.userdata.retention import PURGE_BATCH_SIZE, Removal, conversations_purge, purge_cutoff
 
 
 class Command(BaseCommand):

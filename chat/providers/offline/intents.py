@@ -12,6 +12,7 @@ from typing import Any
 from django.utils import translation
 from django.utils.translation import gettext as _, gettext_noop, ngettext
 
+from chat.infra.registration import title_shown
 from chat.providers.offline.languages import glossary
 from chat.providers.offline.reading import (
     PAGE_WORDS,
@@ -26,7 +27,6 @@ from chat.providers.offline.reading import (
     tokens,
     words,
 )
-from chat.registration import title_shown
 
 
 @dataclass(frozen=True)

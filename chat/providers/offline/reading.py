@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from chat.infra.registration import title_shown
 from chat.providers.base import ProviderRequest
 from chat.providers.offline.languages import glossary
-from chat.registration import title_shown
 
 # Words that carry no subject: grammar, politeness, and the vocabulary of asking ("can you propose ...").
 STOPWORDS = frozenset(
@@ -223,7 +223,7 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-# the file's name is fenced on the note's line (chat.attachments); older notes had it bare
+# the file's name is fenced on the note's line (chat.userdata.attachments); older notes had it bare
 ATTACHMENT_NOTE = re.compile(r'^\[Attachment (?:<data source="[^"]*">(.*)</data>|(.+)) \(([\w.+-]+/[\w.+-]+)\): [^\]]*\]$')
 
 
@@ -314,7 +314,7 @@ class Reading:
         section = self.sections.get("TROUBLESHOOTING")
         if not section:
             return None
-        text = data_blocks(section).get("error", section)  # the error's fields are data (chat.prompt)
+        text = data_blocks(section).get("error", section)  # the error's fields are data (chat.prompt.system)
         get = {k: (m.group(1).strip() if (m := re.search(rf"^{k}: (.*)$", text, re.M)) else "") for k in ("Message", "Code", "Context")}
         return Troubleshooting(get["Message"], get["Code"], get["Context"])
 
@@ -447,11 +447,11 @@ class Reading:
 # reads the text inside. A block's opening and closing lines are exactly these: its text cannot contain them.
 DATA_OPEN = re.compile(r'^<data source="[^"]*">$')
 DATA_CLOSE = "</data>"
-# a tool's line under CAPABILITIES' `## Tools` with its title (chat.prompt)
+# a tool's line under CAPABILITIES' `## Tools` with its title (chat.prompt.system)
 TOOL_LINE = re.compile(r'^- (\S+) \(title: "([^"]*)"\):', re.M)
-# the prompt's LANGUAGE section (chat.prompt): "The user's language is German (`de`)."
+# the prompt's LANGUAGE section (chat.prompt.system): "The user's language is German (`de`)."
 LANGUAGE_CODE = re.compile(r"^The user's language is .*? \(`([A-Za-z0-9-]+)`\)", re.M)
-# the prompt's request context line: inside its data block (chat.prompt), or plain (older prompts)
+# the prompt's request context line: inside its data block (chat.prompt.system), or plain (older prompts)
 REQUEST_CONTEXT = re.compile(r'^Request context:(?: |\n<data source="request_context">\n)(.*)$', re.M)
 _DATA_BLOCK = re.compile(r'\A<data source="[^"]*">\n(.*)\n</data>\Z', re.S)
 _DATA_BLOCKS = re.compile(r'^<data source="([^"]*)">\n(.*?)\n</data>$', re.S | re.M)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chat.prompt import PromptInput, system_prompt_build
+from chat.prompt.system import PromptInput, system_prompt_build
 from chat.providers.base import ProviderRequest
 from chat.providers.offline import IntentRegistry, Reading, Reply, decide, intents
 from pages.registry import BUILTIN_CLIENT_ACTIONS, registry as pages

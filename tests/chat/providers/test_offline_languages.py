@@ -8,7 +8,7 @@ import re
 import pytest
 from django.utils import translation
 
-from chat.prompt import PromptInput, system_prompt_build
+from chat.prompt.system import PromptInput, system_prompt_build
 from chat.providers.base import ProviderRequest
 from chat.providers.offline import Glossary, Reading, decide, glossary
 from chat.providers.offline.intents import choice_label, choice_said

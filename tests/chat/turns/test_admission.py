@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from chat.errors import NotFound
 from chat.events import ChatSend
+from chat.events.errors import NotFound
 from chat.models import Conversation, Message, Run
 from chat.turns.admission import _regenerate_db, _turn_start_db, turn_started_by_client_id
 from chat.turns.clients import NO_EXTRAS, TurnExtras

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat.actions import action_token_verify
+from chat.turns.action_tokens import action_token_verify
 from chat.turns.answer import SERVER_ACTION, answer_parts_build
 from chat.turns.planning import TurnPlan
 from pages.registry import ClientAction, PageSpec, ServerAction, ServerActionResult

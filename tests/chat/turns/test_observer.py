@@ -10,8 +10,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from chat import tracing
 from chat.conf import chat_settings
+from chat.infra import tracing
 from chat.providers import scripted as s
 from chat.providers.base import ProviderError
 from chat.providers.offline import OfflineProvider

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
-from chat.admin import RunAdmin
+from chat.admin.runs import RunAdmin
 from chat.models import Conversation, Message, Run
 
 pytestmark = pytest.mark.django_db

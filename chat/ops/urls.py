@@ -1,7 +1,7 @@
-"""Operations URLs: include at the site's root (`path("", include("chat.ops_urls"))`): /healthz, /readyz, /metrics."""
+"""Operations URLs: include at the site's root (`path("", include("chat.ops.urls"))`): /healthz, /readyz, /metrics."""
 from django.urls import path
 
-from chat import ops
+from chat.ops import views as ops
 
 urlpatterns = [
     path("healthz", ops.healthz, name="chat-healthz"),

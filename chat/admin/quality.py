@@ -1,6 +1,6 @@
 """The admin's quality dashboard, /admin/pagechat/quality/: per day and per page, people's conversations, turns,
 verdicts, feedback comments, tool calls and failures, errors by code, time to first text (p50/p95), tokens and cost,
-for a period and a page, as charts with their numbers (chat.quality computes them, chat.charts draws them).
+for a period and a page, as charts with their numbers (chat.admin.quality_report computes them, chat.admin.charts draws them).
 
 Registered on the proxy model `Quality` so the admin lists it among pagechat's models and serves it at the app's own
 URL; it asks for the permission the run pages ask for (`pagechat.view_run` or `change_run`), as the cost report does.
@@ -22,9 +22,9 @@ from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, gettext_lazy as _
 
-from chat.charts import Series, chart_figure
+from chat.admin.charts import Series, chart_figure
+from chat.admin.quality_report import COMMENTS_SHOWN, Figures, Period, QualityReport, page_names, quality_report
 from chat.models import Quality, Run
-from chat.quality import COMMENTS_SHOWN, Figures, Period, QualityReport, page_names, quality_report
 
 PERIODS = (7, 30, 90)  # the period choices, in days up to today
 DEFAULT_PERIOD = 30

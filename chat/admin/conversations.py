@@ -1,4 +1,4 @@
-"""Staff views of conversations, messages, runs (with readable diagnostics) and tool calls."""
+"""Staff views of conversations and messages: a conversation's transcript, its owner's export and removal."""
 from __future__ import annotations
 
 import json
@@ -6,71 +6,26 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
-from django.core.exceptions import PermissionDenied
-from django.db.models import DecimalField, F, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce, TruncDate
-from django.forms.models import BaseInlineFormSet
+from django.db.models import F, QuerySet, Sum
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join, linebreaks
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext, gettext_lazy as _, ngettext
 
-from chat.attachments import attachment_summary
-from chat.display import pretty
-from chat.models import ActionStat, Conversation, Message, PendingApproval, Run, ToolCall
-from chat.rendering import render_markdown
-from chat.retention import conversation_export, user_conversations_remove
+from chat.admin.common import INLINE_ROWS, LatestRowsFormSet, ReadOnlyMixin, RunTimes, usd
+from chat.events.rendering import render_markdown
+from chat.models import Conversation, Message, Run
+from chat.userdata.blocks import attachment_summary
+from chat.userdata.retention import conversation_export, user_conversations_remove
 
 _MESSAGE_INLINE_FIELDS: tuple[str, ...] = (
     "role", "status", "replaced", "interaction_type", "content", "suggested_values", "suggested_actions", "custom_payload", "created_at")
 _RUN_INLINE_FIELDS: tuple[str, ...] = (
     "id", "status", "provider", "model", "input_tokens", "output_tokens", "first_token", "duration", "created_at")
-_TOOL_CALL_INLINE_FIELDS: tuple[str, ...] = ("index", "name", "status", "duration_ms", "input", "output")
-
-
-def seconds(ms: float | None) -> str:
-    """A duration for people: "0.42 s", "12.3 s", "—" when unknown (milliseconds are stored unrounded)."""
-    if ms is None:
-        return "—"
-    return f"{ms / 1000:.2f} s" if ms < 10_000 else f"{ms / 1000:.1f} s"
-
-
-class RunTimes:
-    """Rounded timings of a run for lists, inlines and the detail page."""
-
-    @admin.display(description=_("duration"), ordering="duration_ms")
-    def duration(self, obj: Run) -> str:
-        return seconds(obj.duration_ms)
-
-    @admin.display(description=_("first token"), ordering="time_to_first_token_ms")
-    def first_token(self, obj: Run) -> str:
-        return seconds(obj.time_to_first_token_ms)
-
-
-class ReadOnlyMixin:
-    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
-        return False
-
-
-INLINE_ROWS = 50  # a conversation's page lists its latest messages and runs, at most this many of each
-
-
-class LatestRowsFormSet(BaseInlineFormSet):
-    """An inline of the latest INLINE_ROWS rows, oldest first: a conversation of thousands of messages is a page of
-    a known size (the message and run lists, filtered by conversation, have all of them)."""
-
-    def get_queryset(self) -> QuerySet[Any]:
-        if not hasattr(self, "_latest"):
-            rows = super().get_queryset()
-            self._latest = rows.filter(pk__in=list(rows.order_by("-pk").values_list("pk", flat=True)[:INLINE_ROWS])).order_by("pk")
-        latest: QuerySet[Any] = self._latest
-        return latest
 
 
 class MessageInline(ReadOnlyMixin, admin.StackedInline):
@@ -90,30 +45,6 @@ class RunInline(RunTimes, ReadOnlyMixin, admin.TabularInline):
     readonly_fields = _RUN_INLINE_FIELDS
     show_change_link = True
     fk_name = "conversation"
-
-
-COST_COLUMNS = [("day", _("day")), ("user", _("user")), ("runs", _("turns")), ("input_tokens", _("input")),
-                ("output_tokens", _("output")), ("cache_read_tokens", _("cache read")), ("cache_write_tokens", _("cache write")),
-                ("cost", _("cost (USD)"))]
-
-
-def _usd(value: Any) -> str:
-    return "—" if value is None else f"{value:.6f}"
-
-
-def usage_by_user_and_day(runs: QuerySet[Run], *, order: str = "-day") -> list[dict[str, Any]]:
-    """Runs summed per (owner, UTC day); `order` names a column of COST_COLUMNS, `-` first for descending."""
-    from django.db.models import Count
-
-    key = order.lstrip("-")
-    if key not in dict(COST_COLUMNS):
-        order, key = "-day", "day"
-    rows = (runs.annotate(day=TruncDate("created_at"), user=F("conversation__owner__username")).values("day", "user")
-            .annotate(runs=Count("id"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
-                      cache_read_tokens=Sum("cache_read_tokens"), cache_write_tokens=Sum("cache_write_tokens"),
-                      cost=Coalesce(Sum("cost_usd"), Value(None, output_field=DecimalField())))
-            .order_by(order, "user" if key != "user" else "-day"))
-    return [dict(row) for row in rows]
 
 
 TRANSCRIPT_MESSAGES = 200  # a conversation's transcript on its admin page shows its latest messages, at most this many
@@ -160,7 +91,7 @@ class ConversationAdmin(admin.ModelAdmin):
     list_select_related = ["owner"]
     # is_eval: the conversations evals ran (chat.evals), apart from people's
     list_filter = ["page", "is_eval", "updated_at", ("owner", admin.RelatedOnlyFieldListFilter)]
-    actions = ["export_owners_conversations", "delete_owners_conversations"]  # chat.admin_evals adds its own
+    actions = ["export_owners_conversations", "delete_owners_conversations"]  # chat.admin.evals adds its own
 
     # A data-access or erasure request names a person: these actions take every conversation of the owners of the
     # selected ones (filter by owner, select one, run the action), not only the selected rows.
@@ -244,7 +175,7 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("cost (USD)"), ordering="total_cost")
     def cost(self, obj: Any) -> str:
-        return _usd(obj.total_cost)
+        return usd(obj.total_cost)
 
 
 @admin.register(Message)
@@ -267,139 +198,3 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
         line = gettext("%(name)s · %(type)s · %(size)s bytes · sha256 %(sha256)s")
         return format_html_join("", "<div>{}</div>", ((line % {"name": f["name"], "type": f["content_type"], "size": f["size"],
                                                                 "sha256": f["sha256"]},) for f in files))
-
-
-class ToolCallInline(ReadOnlyMixin, admin.TabularInline):
-    model = ToolCall
-    extra = 0
-    fields = _TOOL_CALL_INLINE_FIELDS
-    readonly_fields = _TOOL_CALL_INLINE_FIELDS
-
-
-@admin.register(Run)
-class RunAdmin(RunTimes, ReadOnlyMixin, admin.ModelAdmin):
-    # what a support person looks at first (7 columns); tokens, timings and diagnostics are on the run's page
-    list_display = ["id", "created_at", "user", "outcome", "model", "duration", "cost"]
-    list_filter = ["status", "provider", "model", "created_at", ("conversation__owner", admin.RelatedOnlyFieldListFilter)]
-    search_fields = ["id", "conversation__title", "conversation__owner__username", "error_message"]
-    date_hierarchy = "created_at"
-    list_select_related = ["conversation__owner"]
-    inlines = [ToolCallInline]
-    fieldsets = [
-        (None, {"fields": ["id", "conversation", "status", "provider", "model", "error_code", "error_message"]}),
-        (_("Usage and timings"), {"fields": ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd",
-                                          "first_token", "duration", "created_at",
-                                          "finished_at", "owner_process", "heartbeat_at", "last_seq"]}),
-        (_("Diagnostics"), {"fields": ["d_settings", "d_tools", "d_system_prompt", "d_messages", "d_attachments", "d_context", "d_raw",
-                                    "d_errors"]}),
-    ]
-    readonly_fields = [
-        "id", "conversation", "status", "provider", "model", "error_code", "error_message", "input_tokens", "output_tokens",
-        "cache_read_tokens", "cache_write_tokens", "cost_usd", "first_token", "duration", "created_at", "finished_at",
-        "owner_process", "heartbeat_at", "last_seq",
-        "d_settings", "d_tools", "d_system_prompt", "d_messages", "d_attachments", "d_context", "d_raw", "d_errors",
-    ]
-
-    @admin.display(description=_("user"), ordering="conversation__owner__username")
-    def user(self, obj: Run) -> str:
-        return obj.conversation.owner.get_username()
-
-    @admin.display(description=_("page"), ordering="conversation__page")
-    def page(self, obj: Run) -> str:
-        return obj.conversation.page or "—"
-
-    @admin.display(description=_("status"), ordering="status")
-    def outcome(self, obj: Run) -> str:
-        """The status, with the error code when the run failed."""
-        return f"{obj.status} ({obj.error_code})" if obj.error_code else str(obj.status)
-
-    @admin.display(description=_("cost (USD)"), ordering="cost_usd")
-    def cost(self, obj: Run) -> str:
-        return _usd(obj.cost_usd)
-
-    def get_urls(self) -> list[Any]:
-        view = self.admin_site.admin_view(self.costs_view)
-        return [path("costs/", view, name="pagechat_run_costs"), *super().get_urls()]
-
-    def costs_view(self, request: HttpRequest) -> HttpResponse:
-        """Tokens and cost summed per user and UTC day, sortable by any column (?o=<column>, `-` for descending);
-        403 for staff who may not view runs (`admin_view` only asks for `is_staff`, the model pages ask for more)."""
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        rows = usage_by_user_and_day(self.get_queryset(request), order=request.GET.get("o", "-day"))
-        context = {**self.admin_site.each_context(request), "title": gettext("Cost per user and day"), "rows": rows,
-                   "columns": COST_COLUMNS, "order": request.GET.get("o", "-day"), "opts": self.model._meta}
-        return TemplateResponse(request, "admin/chat/run_costs.html", context)
-
-    @admin.display(description=_("model settings"))
-    def d_settings(self, obj: Run) -> str:
-        d = obj.diagnostics or {}
-        keys = ("model", "max_tokens", "max_iterations", "temperature", "page", "provider", "iterations", "usage", "cost", "timings")
-        return pretty({k: d.get(k) for k in keys})
-
-    @admin.display(description=_("tools"))
-    def d_tools(self, obj: Run) -> str:
-        return pretty((obj.diagnostics or {}).get("tools", []))
-
-    @admin.display(description=_("system prompt"))
-    def d_system_prompt(self, obj: Run) -> str:
-        return pretty((obj.diagnostics or {}).get("system_prompt", ""))
-
-    @admin.display(description=_("messages sent"))
-    def d_messages(self, obj: Run) -> str:
-        return pretty((obj.diagnostics or {}).get("messages", []))
-
-    @admin.display(description=_("attachments sent"))
-    def d_attachments(self, obj: Run) -> str:
-        """The files the request carried (id, name, type, size; their bytes are not kept in diagnostics)."""
-        return pretty((obj.diagnostics or {}).get("attachments", []))
-
-    @admin.display(description=_("context"))
-    def d_context(self, obj: Run) -> str:
-        return pretty((obj.diagnostics or {}).get("context", {}))
-
-    @admin.display(description=_("raw model output"))
-    def d_raw(self, obj: Run) -> str:
-        return pretty((obj.diagnostics or {}).get("raw_llm_response", []))
-
-    @admin.display(description=_("parse errors / error"))
-    def d_errors(self, obj: Run) -> str:
-        d = obj.diagnostics or {}
-        return pretty({"parse_errors": d.get("parse_errors", []), "error": d.get("error")})
-
-
-@admin.register(ToolCall)
-class ToolCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "run", "index", "name", "status", "duration_ms", "created_at"]
-    list_filter = ["name", "status"]
-    search_fields = ["name", "tool_use_id"]
-    readonly_fields = [f.name for f in ToolCall._meta.fields]
-
-
-@admin.register(PendingApproval)
-class PendingApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "run", "tool_name", "approved", "created_at", "answered_at"]
-    list_filter = ["approved", "tool_name"]
-
-
-@admin.register(ActionStat)
-class ActionStatAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    """Server actions by page: offered as buttons, clicked, and how the clicks ended (success rate of the clicks that ran)."""
-
-    list_display = ["action", "page", "offered", "clicked", "click_rate", "succeeded", "failed", "rejected", "success_rate", "updated_at"]
-    list_filter = ["page", "action"]
-    search_fields = ["action", "page"]
-    readonly_fields = [f.name for f in ActionStat._meta.fields]
-
-    @admin.display(description=_("clicked / offered"))
-    def click_rate(self, obj: ActionStat) -> str:
-        return f"{obj.clicked / obj.offered:.0%}" if obj.offered else "—"
-
-    @admin.display(description=_("success rate"))
-    def success_rate(self, obj: ActionStat) -> str:
-        """Succeeded out of the clicks that ran (refused clicks never ran: unknown, expired, altered or used buttons)."""
-        ran = obj.succeeded + obj.failed
-        return f"{obj.succeeded / ran:.0%}" if ran else "—"
-
-
-from chat import admin_quality  # noqa: E402, F401  (registers the quality dashboard, /admin/pagechat/quality/)

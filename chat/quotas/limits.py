@@ -21,9 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from chat.conf import chat_settings
-from chat.errors import RateLimited
-from chat.logs import Throttled
-from chat.redis_client import LoopClient, redis_errors, redis_key
+from chat.events.errors import RateLimited
+from chat.infra.logs import Throttled
+from chat.infra.redis_client import LoopClient, redis_errors, redis_key
 
 log = logging.getLogger(__name__)
 # Redis away is recoverable and every message or heartbeat would say so again: one line a minute each

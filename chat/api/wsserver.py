@@ -7,7 +7,7 @@ app's and an oversized message is answered like any other too-large frame: the `
 clean close with 1009 (message too big). Installed by `websocket_application()`; a no-op without daphne.
 
 uvicorn (websockets) has the same gap (its `--ws-max-size` is 16 MiB, and a bigger message is closed with 1009
-and no frame): run it with `--ws chat.wsserver:UvicornWebSocketProtocol`, its websockets protocol with the
+and no frame): run it with `--ws chat.api.wsserver:UvicornWebSocketProtocol`, its websockets protocol with the
 app's limit and the same `too_large` frame before the close.
 """
 from __future__ import annotations
@@ -95,7 +95,7 @@ def _uvicorn_protocol() -> type:
 
 
 def __getattr__(name: str) -> Any:
-    """`chat.wsserver:UvicornWebSocketProtocol`, built on first use (uvicorn is optional)."""
+    """`chat.api.wsserver:UvicornWebSocketProtocol`, built on first use (uvicorn is optional)."""
     if name == "UvicornWebSocketProtocol":
         cls = _uvicorn_protocol()
         globals()[name] = cls

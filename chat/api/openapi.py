@@ -21,8 +21,8 @@ from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.views import APIView
 
-from chat.errors import ERRORS, ErrorCode
 from chat.events import SERVER_EVENTS, ChatSend, FrameError
+from chat.events.errors import ERRORS, ErrorCode
 
 V = TypeVar("V", bound=Callable[..., Any])
 
@@ -58,8 +58,8 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "PREPROCESSING_HOOKS": ["chat.openapi.exclude_self"],
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "chat.openapi.add_event_schemas"],
+    "PREPROCESSING_HOOKS": ["chat.api.openapi.exclude_self"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "chat.api.openapi.add_event_schemas"],
 }
 
 

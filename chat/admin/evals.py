@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext, gettext_lazy as _, ngettext
 
-from chat.admin import ConversationAdmin
+from chat.admin.conversations import ConversationAdmin
 from chat.evals.judge import provider_class
 from chat.evals.spec import EvalSpecError, eval_set_parse
 from chat.evals.stored import CaseRefused, case_from_conversation, eval_run_diff, eval_run_stalled, eval_run_start

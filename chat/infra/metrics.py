@@ -1,7 +1,7 @@
 """Prometheus metrics of the chat engine (prometheus_client), multiprocess-safe across server processes.
 
 With `PROMETHEUS_MULTIPROC_DIR` set (before the process starts), every process writes its values to files in
-that directory and `/metrics` (chat.ops) sums them over all processes; without it, values live in this
+that directory and `/metrics` (chat.ops.views) sums them over all processes; without it, values live in this
 process's default registry. Recording is cheap and never per token: counters are incremented once per event
 batch, histograms observed once per turn, model call or tool call.
 """

@@ -1,4 +1,5 @@
-"""Attachments: images and PDFs a user sends with a message.
+"""Attachments: images and PDFs a user sends with a message, from upload to claim (what clients and the model see of
+them: chat.userdata.blocks).
 
 An upload is judged by its bytes (magic numbers, then Pillow for images), never by its name or the request's
 content type; an image is stored without its metadata (EXIF with the place a photo was taken, XMP, comments), its
@@ -8,8 +9,6 @@ read them) when a turn's history is built.
 """
 from __future__ import annotations
 
-import base64
-import copy
 import ctypes
 import hashlib
 import io
@@ -28,13 +27,11 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 from django.db import transaction
-from django.urls import reverse
 from django.utils import timezone
 from PIL import ExifTags, Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
 
-from chat.agent.data import as_data_inline
 from chat.conf import chat_settings
-from chat.errors import BadRequest, NotFound, RateLimited
+from chat.events.errors import BadRequest, NotFound, RateLimited
 from chat.models import Attachment, Message
 
 if TYPE_CHECKING:
@@ -51,7 +48,6 @@ THUMBNAIL_SIZE = (320, 320)
 MAX_IMAGE_PIXELS = 40_000_000  # a larger image is refused (decompression bombs; no model takes it whole anyway)
 DECODE_WAIT_SECONDS = 30.0  # an upload waits this long for its turn to be read (`_read_in_turn`), then is refused (`rate_limited`)
 UNSENT_PER_MESSAGE_LIMIT = 4  # a user may have this many messages' worth of uploads waiting to be sent
-BLOCK = "attachment"  # the placeholder block type in built history, resolved per provider by `blocks_resolve`
 
 
 def content_type_sniff(head: bytes) -> str | None:
@@ -291,7 +287,7 @@ def attachment_discard(*, user: User, attachment_id: str) -> None:
     att = attachment_get(user=user, attachment_id=attachment_id)
     if att is None or att.message_id is not None:
         raise NotFound("attachment not found")
-    att.delete()  # its files follow after commit (chat.signals)
+    att.delete()  # its files follow after commit (chat.api.revocation)
 
 
 def attachments_count_check(count: int) -> None:
@@ -335,85 +331,3 @@ def attachments_unsent_purge(*, hours: float, dry_run: bool = False) -> list[str
 
 def _size_text(n: int) -> str:
     return f"{n / (1024 * 1024):.0f} MB" if n >= 1024 * 1024 else f"{max(n // 1024, 1)} KB"
-
-
-# ---- what clients see ----------------------------------------------------------------------------
-
-
-def attachment_data(att: Attachment) -> dict[str, Any]:
-    """{id, name, content_type, size, width, height, url, thumbnail_url}: an attachment as the API shows it."""
-    url = reverse("pagechat:attachment-file", args=[str(att.pk)])
-    return {
-        "id": str(att.pk), "name": att.name, "content_type": att.content_type, "size": att.size,
-        "width": att.width, "height": att.height, "url": url,
-        "thumbnail_url": reverse("pagechat:attachment-thumbnail", args=[str(att.pk)]) if att.thumbnail else None,
-    }
-
-
-def attachment_summary(att: Attachment) -> dict[str, Any]:
-    """What diagnostics and the export keep of an attachment: never its bytes."""
-    return {"id": str(att.pk), "name": att.name, "content_type": att.content_type, "size": att.size, "sha256": att.sha256}
-
-
-# ---- what the model gets -------------------------------------------------------------------------
-
-
-def placeholder_block(att: Attachment) -> dict[str, Any]:
-    """The attachment in built history, before the provider's blocks are known (see `blocks_resolve`)."""
-    return {"type": BLOCK, "id": str(att.pk), "name": att.name, "content_type": att.content_type, "size": att.size}
-
-
-def _note(block: dict[str, Any], why: str) -> dict[str, Any]:
-    # the name is whatever the file was called where it came from: fenced as data (docs/hardening.md)
-    return {"type": "text", "text": f"[Attachment {as_data_inline('file_name', block['name'])} ({block['content_type']}): {why}]"}
-
-
-def blocks_resolve(messages: list[dict[str, Any]], *, images: bool, documents: bool) -> list[dict[str, Any]]:
-    """Built history with its attachment placeholders replaced: `image` / `document` blocks (base64) where the
-    provider takes them, else a note saying the file was attached but this model cannot read it. The list is
-    copied; messages without attachments are shared."""
-    ids = [b["id"] for m in messages if isinstance(m.get("content"), list) for b in m["content"] if b.get("type") == BLOCK]
-    if not ids:
-        return messages
-    by_id = {str(a.pk): a for a in Attachment.objects.filter(pk__in=ids)}
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        content = m.get("content")
-        if not isinstance(content, list) or not any(b.get("type") == BLOCK for b in content):
-            out.append(m)
-            continue
-        blocks: list[dict[str, Any]] = []
-        for b in content:
-            if b.get("type") != BLOCK:
-                blocks.append(b)
-                continue
-            att = by_id.get(b["id"])
-            is_pdf = b["content_type"] == PDF
-            if att is None:
-                blocks.append(_note(b, "no longer available"))
-            elif (is_pdf and not documents) or (not is_pdf and not images):
-                blocks.append(_note(b, f"attached, but this model cannot read {'PDF documents' if is_pdf else 'images'}"))
-            else:
-                try:
-                    with att.file.open("rb") as fh:
-                        data = base64.b64encode(fh.read()).decode("ascii")
-                except OSError:
-                    log.warning("attachment %s: file missing from storage", att.pk)
-                    blocks.append(_note(b, "no longer available"))
-                    continue
-                source = {"type": "base64", "media_type": att.content_type, "data": data}
-                blocks.append({"type": "document", "source": source, "title": att.name} if is_pdf else {"type": "image", "source": source})
-        out.append({**m, "content": blocks})
-    return out
-
-
-def blocks_redact(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of request messages for diagnostics: each attachment's base64 replaced by its length."""
-    out = copy.deepcopy(messages)
-    for m in out:
-        content = m.get("content")
-        for b in content if isinstance(content, list) else []:
-            source = b.get("source") if isinstance(b, dict) else None
-            if isinstance(source, dict) and source.get("type") == "base64":
-                source["data"] = f"<{len(source.get('data') or '')} base64 characters>"
-    return out

@@ -1,8 +1,8 @@
 """Structured logs: every line a turn writes carries its run id, conversation id, user id (and error code once it
 failed), from context variables the turn sets; `JsonFormatter` (python-json-logger) writes one JSON object a line.
 
-LOGGING = {..., "filters": {"chat": {"()": "chat.logs.RunContextFilter"}},
-           "formatters": {"json": {"()": "chat.logs.JsonFormatter"}}, ...}   (config/settings.py does this)
+LOGGING = {..., "filters": {"chat": {"()": "chat.infra.logs.RunContextFilter"}},
+           "formatters": {"json": {"()": "chat.infra.logs.JsonFormatter"}}, ...}   (config/settings.py does this)
 
 Nothing here logs message text; the turn's own lines carry ids, codes, counts and timings only.
 

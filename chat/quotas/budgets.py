@@ -19,10 +19,10 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from chat.conf import chat_settings
-from chat.costs import total_tokens
-from chat.errors import BudgetExceeded
-from chat.logs import Throttled
-from chat.redis_client import LoopClient, redis_errors, redis_key
+from chat.events.errors import BudgetExceeded
+from chat.infra.logs import Throttled
+from chat.infra.redis_client import LoopClient, redis_errors, redis_key
+from chat.quotas.costs import total_tokens
 
 log = logging.getLogger(__name__)
 # Redis away is recoverable and every turn would say so again: one line a minute each

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from chat.logs import Throttled
+from chat.infra.logs import Throttled
 
 log = logging.getLogger(__name__)
 _ring_failed = Throttled(log)  # every logout or revocation while the channel layer is away: one line a minute
@@ -66,19 +66,3 @@ def user_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
 @receiver(post_delete, sender=settings.AUTH_USER_MODEL)
 def user_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
     _recheck_after_commit(instance.pk)
-
-
-@receiver(post_delete, sender="pagechat.Attachment")
-def attachment_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
-    """Whatever deleted the row (a conversation's removal, an edited question, a deleted user, the purge): its
-    files leave the storage once the deletion is committed (a rolled-back deletion keeps them)."""
-    files = [(f.storage, f.name) for f in (instance.file, instance.thumbnail) if f.name]
-
-    def delete() -> None:
-        for storage, name in files:
-            try:
-                storage.delete(name)
-            except Exception:  # a missing file is already gone; nothing else may undo the deletion
-                log.warning("could not delete file %s", name, exc_info=True)
-
-    transaction.on_commit(delete)

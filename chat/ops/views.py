@@ -1,4 +1,4 @@
-"""Operations endpoints a host mounts at its root (`include("chat.ops_urls")`): liveness, readiness, metrics.
+"""Operations endpoints a host mounts at its root (`include("chat.ops.urls")`): liveness, readiness, metrics.
 
 All three are plain async views: no session, no template, no middleware work beyond Django's own, so a 1 s
 probe costs a few milliseconds. Failure details are check names and exception class names only (a Redis
@@ -21,8 +21,8 @@ from django.views.decorators.http import require_GET
 
 from chat.api.auth import user_for_authorization
 from chat.conf import chat_settings
-from chat.db_threads import PROBES
-from chat.metrics import exposition
+from chat.infra.db_threads import PROBES
+from chat.infra.metrics import exposition
 from chat.runs import manager
 
 log = logging.getLogger(__name__)
