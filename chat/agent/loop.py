@@ -25,7 +25,7 @@ from chat.agent.types import (
     ToolProgress,
     ToolResult,
 )
-from chat.providers.base import MessageEnd, Provider, ProviderRequest, TextDelta, ToolUseEnd
+from chat.providers.base import MessageEnd, Provider, ProviderRequest, StructuredPrompt, TextDelta, ToolUseEnd
 
 Approver = Callable[[str, str, dict[str, Any]], Awaitable[bool]]
 SyncRunner = Callable[..., Awaitable[Any]]  # runs a blocking call off the event loop: runner(fn, *args)
@@ -61,12 +61,13 @@ async def run_agent_loop(
     state: LoopState | None = None,
     sync_runner: SyncRunner = asyncio.to_thread,
     before_tool: BeforeTool | None = None,
+    prompt: StructuredPrompt | None = None,
 ) -> AsyncIterator[AgentEvent]:
     """Yield agent events until the model answers without tools or `max_iterations` model calls ran.
 
     `before_tool(tool_use_id, name, input, index)` records a call as started before it runs (side effects at
     most once: a call found started after a crash is reported interrupted, never run again); if it raises,
-    the tool does not run."""
+    the tool does not run. `prompt` is what `system` was written from, handed to the provider with it."""
     state = state if state is not None else LoopState()
     ctx = ctx or ToolContext()
     convo = list(messages)
@@ -77,7 +78,7 @@ async def run_agent_loop(
         last = iteration == max_iterations
         request = ProviderRequest(
             system=system, messages=list(convo), tools=definitions, model=model, max_tokens=max_tokens,
-            temperature=temperature, tool_choice="none" if last and definitions else "auto",
+            temperature=temperature, tool_choice="none" if last and definitions else "auto", prompt=prompt,
         )
         blocks: list[dict[str, Any]] = []
         tool_uses: list[ToolUseEnd] = []

@@ -6,7 +6,7 @@ import contextlib
 import json
 import random
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, cast
 
@@ -80,6 +80,34 @@ class MessageEnd:
 ProviderEvent = TextDelta | ToolUseStart | ToolInputDelta | ToolUseEnd | MessageEnd
 
 
+class StructuredPrompt(Protocol):
+    """The structured input a system prompt is written from (chat.prompt.system.PromptInput), as a provider that reads
+    it rather than the text sees it: read-only, the same facts the text gives."""
+
+    @property
+    def context_text(self) -> str: ...
+    @property
+    def request_context(self) -> Mapping[str, Any]: ...
+    @property
+    def interaction_type(self) -> str: ...
+    @property
+    def tools(self) -> Sequence[tuple[str, str]]: ...
+    @property
+    def tool_titles(self) -> Mapping[str, str]: ...
+    @property
+    def page_title(self) -> str: ...
+    @property
+    def tab_title(self) -> str: ...
+    @property
+    def payload_instructions(self) -> Sequence[str]: ...
+    @property
+    def client_actions(self) -> Sequence[tuple[str, str, Sequence[str]]]: ...
+    @property
+    def server_actions(self) -> Sequence[tuple[str, str, Sequence[str]]]: ...
+    @property
+    def language(self) -> str | None: ...
+
+
 @dataclass(slots=True)
 class ProviderRequest:
     system: str
@@ -89,6 +117,9 @@ class ProviderRequest:
     max_tokens: int
     temperature: float | None = None
     tool_choice: str = "auto"  # "auto" | "none"
+    # what `system` was written from, for a provider that reads structure rather than text (the offline model); hosted
+    # models send `system` only, and a request built by hand (a test, the eval judge) may leave it None
+    prompt: StructuredPrompt | None = None
 
 
 class ProviderError(Exception):

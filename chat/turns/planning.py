@@ -47,6 +47,8 @@ class TurnPlan:
     allowed_actions: frozenset[str] | None = None
     # tool name -> its title in the turn's language, what people read for it (events, cards, the prompt)
     tool_titles: dict[str, str] = field(default_factory=dict)
+    # what `system` was written from: handed to the provider with it (the offline model reads this, not the text)
+    prompt: PromptInput | None = None
 
 
 def public_action_metadata(frame: ChatSend) -> dict[str, Any] | None:
@@ -124,7 +126,7 @@ def turn_plan_build(*, user: User, conversation_id: int, frame: ChatSend, upto_m
         "page": page.name,
     }
     return TurnPlan(system=system, messages=messages, tools=tools, page=page, payload_markers=markers, diagnostics=diagnostics,
-                    allowed_actions=frozenset(a.action for a in actions), tool_titles=titles)
+                    allowed_actions=frozenset(a.action for a in actions), tool_titles=titles, prompt=prompt_input)
 
 
 def tool_title(name: str) -> str:

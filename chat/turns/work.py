@@ -260,7 +260,7 @@ class Turn:
             services={"payload_lookup": lambda pid: selectors.payload_get(conversation_id=conversation_id, payload_id=pid)},
         )
         events = run_agent_loop(
-            provider=self.provider, system=plan.system, messages=plan.messages, tools=plan.tools,
+            provider=self.provider, system=plan.system, prompt=plan.prompt, messages=plan.messages, tools=plan.tools,
             model=chat_settings.CHAT_MODEL, max_tokens=chat_settings.CHAT_MAX_TOKENS, temperature=chat_settings.CHAT_TEMPERATURE,
             max_iterations=chat_settings.CHAT_MAX_ITERATIONS, ctx=ctx, approver=self.approve, state=self.state,
             sync_runner=run_sync, before_tool=self.before_tool,
