@@ -8,6 +8,7 @@
 - chat.E006  the Redis run log without a Redis URL (CHAT_REDIS_URL / REDIS_URL)
 - chat.E007  the provider's own settings are incomplete (e.g. `openai` without OPENAI_API_KEY or OPENAI_BASE_URL)
 - chat.E008  CHAT_PRICES is not a dict of model -> {input, output, cache_read, cache_write} numbers
+- chat.E009  an offline model intent is registered twice (chat.providers.offline.intents; the second is ignored)
 - chat.W001  a CHAT_* setting the engine does not know (a typo?)
 """
 from __future__ import annotations
@@ -21,7 +22,9 @@ from django.core.checks import CheckMessage, Error, Warning, register
 from django.utils.module_loading import import_string
 
 from chat.conf import PROVIDER_ALIASES, ChatSettings, Setting, chat_settings
+from chat.infra.registration import duplicate_errors
 from chat.providers.base import Provider
+from chat.providers.offline import intents as offline_intents
 from chat.quotas.costs import prices_problems
 from chat.runs.log import RedisRunLog, RunLog
 
@@ -94,3 +97,9 @@ def check_chat_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs
             errors.append(Warning(f"{name} is not a setting of the chat engine (a typo?).",
                                   hint=f"Known settings: {', '.join(n for n in specs if n.startswith('CHAT_'))}.", id="chat.W001"))
     return errors
+
+
+@register()
+def check_offline_intents(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """An offline model intent name registered twice: reported as the registries of tools, payload types and pages do."""
+    return duplicate_errors(offline_intents, "offline model intent", hint="Intent names are global: rename one of them.", id="chat.E009")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from chat.checks import check_offline_intents
 from chat.infra.registration import Registry, duplicate_errors
+from chat.providers.offline import IntentRegistry, Reply, intents
 from pages.models import ChatPage, chat_page_rows_sync
 from pages.registry import PageRegistry, PageSpec, registry as pages
 from payloads.registry import PayloadRegistry, registry as payloads
@@ -54,7 +56,11 @@ def test_every_registry_words_a_duplicate_alike() -> None:
     payload_reg.register(PayloadSpec(type="ping", source="tool"), origin="b.py:2")
     page_reg.register(PageSpec(name="ping"), origin="a.py:1")
     page_reg.register(PageSpec(name="ping"), origin="b.py:2")
-    registries: list[tuple[Registry[object], str]] = [(tool_reg, "tool"), (payload_reg, "payload type"), (page_reg, "page")]  # type: ignore[list-item]
+    intent_reg = IntentRegistry()
+    intent_reg.register("ping", lambda r: 1, origin="a.py:1")(lambda r: Reply("pong"))
+    intent_reg.register("ping", lambda r: 2, origin="b.py:2")(lambda r: Reply("PONG"))
+    registries: list[tuple[Registry[object], str]] = [  # type: ignore[list-item]
+        (tool_reg, "tool"), (payload_reg, "payload type"), (page_reg, "page"), (intent_reg, "offline model intent")]
     for reg, what in registries:
         [error] = duplicate_errors(reg, what, hint="h", id="x.E001")
         assert error.msg == f"{what} 'ping' is registered twice: in a.py:1 and in b.py:2 (the second is ignored)"
@@ -81,3 +87,21 @@ def test_the_page_mirror_refreshes_rows_and_marks_the_gone() -> None:
     chat_page_rows_sync()
     row = ChatPage.objects.get(name=name)
     assert row.identity == pages.get(name).identity and row.registered
+
+
+def test_an_offline_intent_registered_twice_is_refused_and_checked() -> None:
+    """The offline model's intents follow the registries' rule: the first stays, the second is reported (chat.E009)."""
+    def first(r: object) -> Reply:
+        return Reply("first")
+
+    intents.register("twice", lambda r: 0, origin="a.py:1")(first)
+    try:
+        intents.register("twice", lambda r: 0, origin="b.py:2")(lambda r: Reply("second"))
+        assert next(i for i in intents if i.name == "twice").handle is first and intents.names().count("twice") == 1
+        [error] = check_offline_intents()
+        assert error.id == "chat.E009" and error.msg == (
+            "offline model intent 'twice' is registered twice: in a.py:1 and in b.py:2 (the second is ignored)")
+    finally:
+        intents.unregister("twice")
+        intents.duplicates[:] = [d for d in intents.duplicates if d.name != "twice"]
+    assert check_offline_intents() == []

@@ -1,13 +1,20 @@
-"""The demo's own words in German, Spanish and French for the offline model (docs/offline-model.md, "Languages"):
-the nouns of its pages, so that "Erstelle einen Forschungsstrom über Onkologie" reads as "create a research stream
-about Onkologie", and the labels of its server actions' buttons. The offline model's own vocabulary (questions, asking
-for a change, searching, grammar) is built in; the values of a choice ("wöchentlich") are read through the demo's
-catalogs (its model choices), not listed here."""
+"""The demo's own words for the offline model: the facts that name what its pages show (`Stream: ...`, `Article: ...`,
+`Report: ...`), the words too general to name a field of a proposal and the subject it falls back on
+(docs/offline-model.md, "Your pages' words"); and in German, Spanish and French the nouns of its pages
+(docs/offline-model.md, "Languages"), so that "Erstelle einen Forschungsstrom über Onkologie" reads as "create a
+research stream about Onkologie", and the labels of its server actions' buttons. The offline model's own vocabulary
+(questions, asking for a change, searching, grammar) is built in; the values of a choice ("wöchentlich") are read
+through the demo's catalogs (its model choices), not listed here."""
 from __future__ import annotations
 
 from django.utils.translation import gettext_noop
 
-from chat.providers.offline import glossary
+from chat.providers.offline import glossary, vocabulary
+
+# "What is this about?" on a stream's, an article's or a report's page is about the entity its first such fact names;
+# "change the report frequency" names the frequency (the demo's words for its kind of thing name no field); a proposal
+# with no subject anywhere is about research.
+vocabulary.add(entity_keys=("stream", "article", "report"), general_words=("stream", "report", "research"), fallback_topic="research")
 
 # The buttons the offline model offers for the demo's server actions are labelled with the action's name in words
 # (chat.infra.registration.title_shown: "update_config" -> "Update config") through the catalogs: translated here.

@@ -73,14 +73,14 @@ def test_the_offline_model_reads_the_language_only_from_its_section() -> None:
 
 def test_the_offline_model_reads_its_own_question_back_in_german() -> None:
     """A follow-up to a question it asked in German is understood (it matches its questions in either language)."""
-    from chat.providers.offline.intents import ASK_NAME, ASK_VALUE, _said
+    from chat.providers.offline.phrasing import ASK_NAME, ASK_VALUE, said
 
     with translation.override("de"):
         asked = translation.gettext(ASK_VALUE) % {"field": "report frequency"}
         assert asked != "What would you like the report frequency to be?"
-        m = _said(ASK_VALUE, asked, field=r"[\w ]+")
+        m = said(ASK_VALUE, asked, field=r"[\w ]+")
         assert m is not None and m.group("field") == "report frequency"
-        assert _said(ASK_NAME, "What would you like to name the stream?", thing=r"[\w ]+") is not None  # English too
+        assert said(ASK_NAME, "What would you like to name the stream?", thing=r"[\w ]+") is not None  # English too
 
 
 class _User:

@@ -1,7 +1,8 @@
 """The offline model: deterministic, no network. It reads the request as a model would (the page's context,
 the user's words, the conversation so far, the tools and payloads the page offers) and answers through named
-intents (chat/providers/offline/intents.py) with text, tool calls, payloads, chips and buttons, so every flow of
-the product runs without a key. docs/offline-model.md says what it understands and how to add an intent."""
+intents (chat/providers/offline/builtin_intents.py) with text, tool calls, payloads, chips and buttons, so every flow of
+the product runs without a key. It takes the page's side of the request from the structured prompt input
+(`ProviderRequest.prompt`). docs/offline-model.md says what it understands and how to add an intent or words."""
 from __future__ import annotations
 
 import asyncio
@@ -16,11 +17,16 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from chat.providers.base import MessageEnd, Provider, ProviderEvent, ProviderRequest, TextDelta, ToolInputDelta, ToolUseEnd, ToolUseStart, Usage
-from chat.providers.offline.intents import Intent, IntentRegistry, Reply, intent, intents
+from chat.providers.offline import builtin_intents  # noqa: F401  (registers the built-in intents, in their order)
 from chat.providers.offline.languages import Glossary, glossary
-from chat.providers.offline.reading import LANGUAGE_CODE, Reading, message_text
+from chat.providers.offline.messages import message_text
+from chat.providers.offline.prompt_text import context_from_text
+from chat.providers.offline.reading import Reading
+from chat.providers.offline.registry import Intent, IntentRegistry, Reply, intent, intents
+from chat.providers.offline.vocabulary import Vocabulary, vocabulary
 
-__all__ = ["MODEL_NAME", "Glossary", "Intent", "IntentRegistry", "OfflineProvider", "Reading", "Reply", "decide", "glossary", "intent", "intents"]
+__all__ = ["MODEL_NAME", "Glossary", "Intent", "IntentRegistry", "OfflineProvider", "Reading", "Reply", "Vocabulary", "decide",
+           "glossary", "intent", "intents", "vocabulary"]
 MODEL_NAME = "pagechat-offline"  # what runs record as their model: never the configured CHAT_MODEL (it was not called)
 
 
@@ -104,12 +110,16 @@ def _estimate(request: ProviderRequest) -> int:
 
 
 def reply_language(system: str) -> str | None:
-    """The language the system prompt's LANGUAGE section asks answers in, if it has one this site has a catalog for."""
-    m = LANGUAGE_CODE.search(system)
-    if m is None:
+    """The language the system prompt's text asks answers in (its LANGUAGE section), if this site has a catalog for it."""
+    return supported_language(context_from_text(system).language)
+
+
+def supported_language(tag: str) -> str | None:
+    """The site's language for the user's language `tag` ("de-at" -> "de"), None for none or one it has no catalog for."""
+    if not tag:
         return None
     try:
-        return translation.get_supported_language_variant(m.group(1).lower())
+        return translation.get_supported_language_variant(tag)
     except LookupError:  # not one of the site's LANGUAGES: English
         return None
 
@@ -118,10 +128,10 @@ def decide(request: ProviderRequest) -> Reply:
     """The whole policy: read the request, pick the best-scoring intent, let its handler answer (saying first
     that it cannot open the files the message carries, and naming them) - in the language the prompt asks for (this
     model's own phrases are translated; what it quotes from the page stays as it is)."""
-    with translation.override(reply_language(request.system) or "en"):
+    reading = Reading(request)
+    with translation.override(supported_language(reading.context.language) or "en"):
         if (rest := _continuation(request)) is not None:
             return rest
-        reading = Reading(request)
         reply = intents.reply(reading)
         if reading.attachments:
             names = ", ".join(f"**{name}**" for name, _ in reading.attachments)

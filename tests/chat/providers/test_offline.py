@@ -33,15 +33,22 @@ PREVIEW_TOOL = {"name": "preview_query", "description": "Preview a retrieval que
                 "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
 
 
+PROMPTS: dict[str, PromptInput] = {}  # each system prompt `system` built -> what it was built from (handed to the model too)
+
+
 def system(page: str, context: dict[str, Any], context_text: str = "") -> str:
+    """The page's system prompt; the model gets its structured input with it, as in a turn (`ask`)."""
     spec = pages.get(page)
     specs = [payloads.get(t) for t in spec.payload_types(context)]
-    return system_prompt_build(PromptInput(
+    prompt = PromptInput(
         identity=spec.identity, context_text=context_text, request_context={"current_page": page, **context},
         payload_instructions=[p.instructions() for p in specs if p is not None and p.source == "llm"],
         client_actions=[(a.action, a.description, a.parameters) for a in (*BUILTIN_CLIENT_ACTIONS, *spec.client_actions)],
         server_actions=[(a.action, a.description, a.parameters) for a in spec.server_actions],
-    ))
+    )
+    text = system_prompt_build(prompt)
+    PROMPTS[text] = prompt
+    return text
 
 
 def ask(sys: str, *turns: str, tools: list[dict[str, Any]] | None = None) -> tuple[Reply, list[dict[str, Any]]]:
@@ -50,7 +57,8 @@ def ask(sys: str, *turns: str, tools: list[dict[str, Any]] | None = None) -> tup
     reply = Reply("")
     for text in turns:
         messages.append({"role": "user", "content": text})
-        reply = decide(ProviderRequest(system=sys, messages=list(messages), tools=tools or [], model="m", max_tokens=100))
+        reply = decide(ProviderRequest(system=sys, messages=list(messages), tools=tools or [], model="m", max_tokens=100,
+                                       prompt=PROMPTS.get(sys)))
         messages.append({"role": "assistant", "content": reply.text})
     return reply, messages
 

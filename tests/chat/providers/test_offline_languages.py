@@ -11,7 +11,7 @@ from django.utils import translation
 from chat.prompt.system import PromptInput, system_prompt_build
 from chat.providers.base import ProviderRequest
 from chat.providers.offline import Glossary, Reading, decide, glossary
-from chat.providers.offline.intents import choice_label, choice_said
+from chat.providers.offline.phrasing import choice_label, choice_said
 
 
 @pytest.mark.parametrize(("lang", "text", "read"), [
