@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -49,9 +50,21 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel, built from a copy of the sources (the build leaves nothing in the checkout)."""
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", "node_modules", "var", "*.sqlite3*", "__pycache__", "artifacts"))
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", "node_modules", "var", "*.sqlite3*", "__pycache__", "artifacts", "build", "dist"))
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"), str(src)], tmp)
     return next((tmp / "dist").glob("pagechat-*.whl"))
+
+
+def test_the_wheel_holds_the_four_apps_and_no_demo(wheel: Path) -> None:
+    """The four apps with their templates, static files, catalogs and migrations; the demo site stays in the checkout."""
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert tops == set(PACKAGES), tops
+    for package in PACKAGES:
+        assert f"{package}/__init__.py" in names and f"{package}/apps.py" in names, package
+    assert "chat/providers/offline/__init__.py" in names and "pages/migrations/0001_initial.py" in names
+    assert any(name.startswith("chat/static/chat/") for name in names) and any(name.startswith("chat/locale/") for name in names)
+    assert [name for name in names if name.startswith("pages/demo/")] == []
 
 
 def venv_with(tmp: Path, *, newest_pip: bool) -> Path:
