@@ -11,7 +11,8 @@ from django.utils.translation import gettext, gettext_lazy as _, ngettext
 
 from chat.events.client import ClientJSONError, client_json
 from chat.infra.places import places_get
-from tools.mcp import McpRefresh, env_template_problem, mcp_server_refresh, mcp_server_rows_forget, mcp_tool_rows_sync
+from tools.mcp import McpRefresh, mcp_server_refresh, mcp_server_rows_forget, mcp_tool_rows_sync
+from tools.mcp_client import env_template_problem
 from tools.models import McpServer, Tool
 
 

@@ -76,7 +76,7 @@ def mcp_server_problems(servers: Any) -> list[checks.CheckMessage]:
     import os
     import shutil
 
-    from tools.mcp import env_template_names, env_template_problem
+    from tools.mcp_client import env_template_names, env_template_problem
 
     errors: list[checks.CheckMessage] = []
     for server in servers:

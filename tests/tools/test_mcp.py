@@ -20,7 +20,8 @@ from chat.models import Run, ToolCall
 from chat.providers import scripted as s
 from pages.registry import PageSpec, registry as pages
 from tests.conftest import ws_connect
-from tools.mcp import CLEANUP_GRACE, mcp_server_refresh, mcp_tools_register, tool_name
+from tools.mcp import mcp_server_refresh, mcp_tools_register, tool_name
+from tools.mcp_client import CLEANUP_GRACE
 from tools.models import McpServer, Tool
 from tools.registry import registry as tools
 

@@ -19,7 +19,8 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from tools.addresses import AddressRefused, guarded_transport, networks
-from tools.mcp import McpServerConfig, mcp_server_refresh, mcp_tool_call, mcp_tools_register
+from tools.mcp import mcp_server_refresh, mcp_tools_register
+from tools.mcp_client import McpServerConfig, mcp_tool_call
 from tools.models import McpServer
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,7 +14,8 @@ from chat.providers import scripted as s
 from pages.demo.data import read_corpus
 from tests.conftest import ws_connect
 from tests.tools.test_mcp import free_port, output, run_turn, wait_for_port
-from tools.mcp import McpServerConfig, mcp_tool_call, mcp_tools_list, mcp_tools_register
+from tools.mcp import mcp_tools_register
+from tools.mcp_client import McpServerConfig, mcp_tool_call, mcp_tools_list
 from tools.models import McpServer, Tool
 
 pytestmark = pytest.mark.django_db(transaction=True)
