@@ -189,6 +189,21 @@ class ChatSettings:
     CHAT_WEB_SEARCH_BACKEND: str = setting(
         "", "dotted path to the web_search tool's backend (a callable `(query, limit, ctx) -> WebSearchResults`); "
         "default: none (the tool says web search is not configured)")
+    # ---- sources' embedding backend (docs/sources.md) ----
+    CHAT_EMBEDDER: str = setting(
+        "hashing", "what turns text into vectors for the embedding source backend: `hashing` (local feature hashing of "
+        "words and trigrams: lexical, not semantic), `openai` (an OpenAI-compatible embeddings API, CHAT_EMBEDDINGS_*) "
+        "or a dotted path to an Embedder class")
+    CHAT_EMBEDDINGS_URL: str = setting(
+        "", "base URL of the OpenAI-compatible embeddings API with its /v1 (requests go to `<url>/embeddings`); empty: OpenAI's")
+    CHAT_EMBEDDINGS_MODEL: str = setting("text-embedding-3-small", "the embeddings model asked for")
+    CHAT_EMBEDDINGS_API_KEY: str = setting("", "bearer key of the embeddings API (sent in the Authorization header only, never logged); empty: none")
+    CHAT_EMBEDDINGS_DIMENSIONS: int = setting(
+        0, "vector size asked of the embeddings API (sent as `dimensions`, for models that can shorten theirs); 0: the model's own")
+    CHAT_EMBEDDINGS_TIMEOUT: float = setting(30.0, "seconds an embeddings request may take", positive=True)
+    CHAT_EMBEDDINGS_MIN_SIMILARITY: float | None = setting(
+        None, "cosine similarity below which an embedding match is no good match; None: the embedder's own (hashing 0.28, openai 0.3)",
+        minimum=None)
     # ---- MCP tool servers (tools/mcp.py) ----
     CHAT_MCP_ALLOWED_NETWORKS: str = setting(
         "", "comma-separated networks (CIDR) an MCP server over HTTP may be at although they are private, loopback or "

@@ -51,10 +51,28 @@ def source_problems(sources: Any) -> list[checks.CheckMessage]:
             errors.append(checks.Error(f"{where}: backend {path!r} is not a SearchBackend subclass", id="tools.E024"))
         elif backend.vendor and backend.vendor != vendor:
             errors.append(checks.Error(f"{where}: backend {path!r} runs on {backend.vendor}, the database is {vendor}", id="tools.E024"))
+        elif getattr(backend, "uses_embedder", False):
+            errors.extend(embedder_problems(where))
     for dup in sources.duplicates:
         errors.append(checks.Error(f"source {dup.name!r} is registered twice: in {dup.first} and in {dup.second} (the second is ignored)",
                                    hint="Source names are global: rename one of them.", id="tools.E023"))
     return errors
+
+
+def embedder_problems(where: str) -> list[checks.CheckMessage]:
+    """CHAT_EMBEDDER, for a source whose backend embeds: it imports and is an Embedder (tools.E025)."""
+    from chat.conf import chat_settings
+    from tools.sources.embedders import embedder_path
+    from tools.sources.embedders.base import Embedder
+
+    path = embedder_path(chat_settings.CHAT_EMBEDDER)
+    try:
+        embedder = import_string(path)
+    except ImportError as exc:
+        return [checks.Error(f"{where}: CHAT_EMBEDDER {path!r} does not import: {exc}", id="tools.E025")]
+    if not (isinstance(embedder, type) and issubclass(embedder, Embedder)):
+        return [checks.Error(f"{where}: CHAT_EMBEDDER {path!r} is not an Embedder subclass", id="tools.E025")]
+    return []
 
 
 @checks.register()

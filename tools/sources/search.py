@@ -9,7 +9,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
 
 from tools.sources.index import backend_for, object_key
-from tools.sources.ranking import query_terms, relevant
+from tools.sources.ranking import query_terms
 from tools.sources.spec import Source
 
 MAX_LIMIT = 50
@@ -63,7 +63,7 @@ def source_search(source: Source, *, user: Any, context: dict[str, Any] | None, 
     pk_type = source.model._meta.pk.cast_db_type(connection) or ""
     ranked = backend.search(connection, source.name, terms, sql, params, pk_type=pk_type)
     total = qs.count() if ranked else 0  # the scope's own size, for IDF only; never reported
-    keep = relevant(ranked, terms, total, coverage_power=backend.coverage_power)[:limit]
+    keep = backend.relevant(ranked, terms, total)[:limit]
     # read back through the scope again: an object deleted or moved out of scope since it was indexed never shows
     objs = {object_key(source, o.pk, qs.db): o for o in qs.filter(pk__in=[pk for pk, _, _ in keep])}
     return [Hit(source=source.name, pk=pk, title=source.title_of(o), url=source.url_of(o), snippet=source.snippet_of(o), obj=o)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tools.sources.ranking import Ranked
+from tools.sources.ranking import Ranked, relevant
 
 Row = tuple[str, tuple[str, str, str, str]]  # (object pk as text, searchable text by weight A..D)
 CANDIDATES = 500  # rows the database ranks before the relevance threshold
@@ -43,3 +43,8 @@ class SearchBackend:
         the database type `pk_type`, which the index's text pk is cast to; "" means the SELECT gives the pk as text),
         best first, each with the terms it matched. At most `candidates` rows."""
         raise NotImplementedError
+
+    def relevant(self, ranked: Ranked, terms: list[str], total: int) -> Ranked:
+        """The good matches of `search`'s answer, best first (`total`: the scope's size). By default the shared
+        threshold on the terms each object matched (ranking.relevant)."""
+        return relevant(ranked, terms, total, coverage_power=self.coverage_power)
