@@ -24,8 +24,13 @@ def test_template_tag_renders_config_and_assets(rf: Any, settings: Any) -> None:
         is_authenticated = True
         is_staff = True
 
+        pk = None  # in no group
+
         def get_username(self) -> str:
             return "alice"
+
+        def get_all_permissions(self) -> set[str]:  # the tag now asks for every tool this user may use
+            return set()
 
     settings.CHAT_PROVIDER = "chat.providers.does_not_exist.Provider"
     request = rf.get("/reports/")
