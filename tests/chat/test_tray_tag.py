@@ -17,9 +17,13 @@ SCRIPT = re.compile(r'<script type="module" src="/static/chat/tray\.js"([^>]*)><
 class _User:
     is_authenticated = True
     is_staff = False
+    pk = None  # in no group
 
     def get_username(self) -> str:
         return "alice"
+
+    def get_all_permissions(self) -> set[str]:  # the tag labels the input of every tool this user may use
+        return set()
 
 
 def _request(rf: RequestFactory, *, csp: bool) -> Any:
