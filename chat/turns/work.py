@@ -33,10 +33,6 @@ from chat.events import (
     ChatSend,
     CompleteEvent,
     ErrorEvent,
-    ToolApprovalEvent,
-    ToolCompleteEvent,
-    ToolProgressEvent,
-    ToolStartEvent,
     changes_clean,
     complete_payload_build,
 )
@@ -53,13 +49,13 @@ from chat.runs.malloc import trimmer
 from chat.turns import persistence, titles
 from chat.turns.actions import action_run, close_button
 from chat.turns.answer import AnswerParts, answer_parts_build
-from chat.turns.approvals import approval_words
 from chat.turns.observer import TurnObserver, model_recorded
 from chat.turns.persistence import TurnOutcome, TurnRecord
 from chat.turns.pipe import TextPipe
-from chat.turns.planning import TurnPlan, tool_title, turn_plan_build
+from chat.turns.planning import TurnPlan, turn_plan_build
 from chat.turns.pool import run_sync
 from chat.turns.saving import StreamSaver
+from chat.turns.tool_calls import TurnToolCalls
 from pages.registry import ServerActionResult
 
 if TYPE_CHECKING:
@@ -74,7 +70,7 @@ INTERNAL: tuple[ErrorCode, str] = ("internal", "Something went wrong while answe
 LONG_ANSWER = 256 * 1024
 
 
-class Turn:
+class Turn(TurnToolCalls):
     """One run's execution state: the model (or a server action), the text pipe, flushes, the final save."""
 
     def __init__(self, handle: RunHandle, user: User, frame: ChatSend, provider: Provider, record: TurnRecord) -> None:
@@ -115,51 +111,14 @@ class Turn:
             self.pipe.on_emit = None
 
     # -- agent events --
-    def _before_event(self) -> None:
+    def before_event(self) -> None:
+        """Send the text held back so far before an event that follows it."""
         if self.pipe is not None:  # text before the event goes out first
             self.pipe.flush()
 
     def on_text(self, ev: AgentTextDelta) -> None:
         assert self.pipe is not None
         (self.pipe.feed_verbatim if ev.is_tool_marker else self.pipe.feed)(ev.text)  # emitting calls saver.maybe_flush
-
-    def on_tool_start(self, ev: AgentToolStart) -> None:
-        self.observer.tool_started(tool_use_id=ev.tool_use_id, name=ev.name, arguments=ev.input)
-        self._before_event()
-        self.handle.append(ToolStartEvent.wire, tool=ev.name, input=ev.input, tool_use_id=ev.tool_use_id, title=self.tool_title(ev.name))
-
-    def on_tool_progress(self, ev: AgentToolProgress) -> None:
-        u = ev.update
-        self._before_event()
-        self.handle.append(ToolProgressEvent.wire, tool=ev.name, stage=u.stage, message=u.message, progress=u.progress, data=u.data)
-
-    async def on_tool_approval(self, ev: AgentToolApproval) -> None:
-        self.handle.approvals[ev.tool_use_id] = asyncio.get_running_loop().create_future()
-        await RUNS.run(persistence.approval_record)(
-            run_id=self.record.run_id, tool_use_id=ev.tool_use_id, tool_name=ev.name, tool_input=ev.input)
-        # what the person judges: the tool's sentence (it reads the database as this user, as tool code does) and fields
-        summary, fields = await run_sync(approval_words, ev.name, ev.input, self.tool_context)
-        self._before_event()
-        self.handle.append(ToolApprovalEvent.wire, tool=ev.name, input=ev.input, tool_use_id=ev.tool_use_id,
-                           title=self.tool_title(ev.name), summary=summary, fields=fields)
-
-    def tool_title(self, name: str) -> str:
-        """What people read for the tool `name`: its title in the turn's language, from the turn's plan."""
-        return self.tool_titles.get(name) or tool_title(name)
-
-    def on_tool_complete(self, ev: AgentToolComplete) -> None:
-        r = ev.result
-        self.tool_calls.append(ToolCall(
-            run_id=self.record.run_id, index=ev.index, tool_use_id=ev.tool_use_id, name=ev.name, input=ev.input,
-            output=r.text[:50_000], status=ToolCall.Status.ERROR if r.is_error else ToolCall.Status.OK,
-            duration_ms=ev.duration_ms, error=r.text[:2000] if r.is_error else "",
-        ))
-        # the next model call, which reads the result, starts here
-        self.observer.tool_ended(tool_use_id=ev.tool_use_id, name=ev.name, is_error=r.is_error, duration_ms=ev.duration_ms, result=r.text)
-        self._before_event()
-        known = {s["n"] for s in self.sources}
-        self.sources += [{**s, "tool_use_id": ev.tool_use_id} for s in r.sources if s.get("n") not in known]
-        self.handle.append(ToolCompleteEvent.wire, tool=ev.name, index=ev.index, changes=changes_clean(r.changes))
 
     def on_iteration(self, ev: AgentIteration) -> None:
         """A model call ended: its latency, tokens and span; its raw output for the diagnostics."""
@@ -169,18 +128,6 @@ class Turn:
     def on_complete(self, ev: AgentComplete) -> None:
         """The loop ended: an answer cut at the token or tool-call limit is marked so the reader can ask it to go on."""
         self.stop_reason = ev.stop_reason if ev.stop_reason in Message.StopReason.values else ""
-
-    async def before_tool(self, tool_use_id: str, name: str, tool_input: dict[str, Any], index: int) -> None:
-        """Record the call as started (and the tool_use in the saved history) before it runs: after a crash it is
-        reported interrupted and no resume, resend or next message runs it again."""
-        self.record.tools_started = True  # before the write: a crash between the two must still close the call
-        await RUNS.run(persistence.tool_call_started)(
-            run_id=self.record.run_id, index=index, tool_use_id=tool_use_id, name=name, tool_input=tool_input)
-        await self.saver.flush_now()
-
-    async def approve(self, tool_use_id: str, name: str, tool_input: dict[str, Any]) -> bool:
-        fut = self.handle.approvals.get(tool_use_id)
-        return bool(await fut) if fut is not None else False
 
     # -- operations --
     def _record_outcome(self, status: str, error: tuple[ErrorCode, str] | None, usage: dict[str, Any], cost: float | None,
