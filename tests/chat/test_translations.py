@@ -16,6 +16,7 @@ from chat.prompt.languages import language_name, language_normalize
 from chat.prompt.system import PromptInput, system_prompt_build
 from chat.providers.base import ProviderRequest
 from chat.providers.offline import decide, reply_language
+from tests.fakes.users import TagUser
 
 TAG = Template('{% load chat_tags %}{% chat_tray page="reports" %}')
 
@@ -83,12 +84,6 @@ def test_the_offline_model_reads_its_own_question_back_in_german() -> None:
         assert said(ASK_NAME, "What would you like to name the stream?", thing=r"[\w ]+") is not None  # English too
 
 
-class _User:
-    is_authenticated = True
-    is_staff = False
-
-    def get_username(self) -> str:
-        return "alice"
 
 
 def _config(html: str) -> dict[str, Any]:
@@ -100,7 +95,7 @@ def _config(html: str) -> dict[str, Any]:
 @pytest.mark.django_db
 def test_the_tray_config_carries_the_pages_language_and_its_catalog(rf: RequestFactory) -> None:
     request = rf.get("/")
-    request.user = _User()
+    request.user = TagUser()
     with translation.override("de"):
         html = TAG.render(RequestContext(request, {}))
     config = _config(html)

@@ -13,6 +13,7 @@ from django.template import RequestContext, Template
 from django.test import RequestFactory
 
 from chat.templatetags.chat_tags import OPEN_STATE_SCRIPT
+from tests.fakes.users import TagUser
 
 pytestmark = pytest.mark.django_db  # the tags read the page's group restriction
 
@@ -22,12 +23,6 @@ STORE_JS = Path(__file__).resolve().parents[2] / "chat" / "static" / "chat" / "s
 HEAD_JS = Path(__file__).resolve().parents[2] / "chat" / "static" / OPEN_STATE_SCRIPT
 
 
-class _User:
-    is_authenticated = True
-    is_staff = False
-
-    def get_username(self) -> str:
-        return "alice"
 
 
 def _request(rf: RequestFactory, user: Any, *, csp: bool = True) -> Any:
@@ -39,7 +34,7 @@ def _request(rf: RequestFactory, user: Any, *, csp: bool = True) -> Any:
 
 
 def test_the_head_links_the_style_sheet_once_and_sets_the_open_state_with_the_nonce(rf: RequestFactory) -> None:
-    request = _request(rf, _User())
+    request = _request(rf, TagUser())
     html = HEAD_AND_TRAY.render(RequestContext(request, {}))
     head, body = html.split("</head>")
     assert head.count('<link rel="stylesheet" href="/static/chat/tray.css">') == 1
@@ -47,11 +42,11 @@ def test_the_head_links_the_style_sheet_once_and_sets_the_open_state_with_the_no
     script = re.search(r"<script src=\"([^\"]+)\" nonce=\"([^\"]+)\"></script>", head)  # a file: no inline script under the CSP
     assert script and script.group(1) == f"/static/{OPEN_STATE_SCRIPT}" and script.group(2) == str(request._csp_nonce)
     # without the head tag, the tray's tag links its style sheet itself, as before
-    assert '<link rel="stylesheet" href="/static/chat/tray.css">' in TRAY_ONLY.render(RequestContext(_request(rf, _User()), {}))
+    assert '<link rel="stylesheet" href="/static/chat/tray.css">' in TRAY_ONLY.render(RequestContext(_request(rf, TagUser()), {}))
 
 
 def test_without_csp_the_head_script_has_no_nonce_and_an_anonymous_visitor_gets_nothing(rf: RequestFactory) -> None:
-    html = HEAD_AND_TRAY.render(RequestContext(_request(rf, _User(), csp=False), {}))
+    html = HEAD_AND_TRAY.render(RequestContext(_request(rf, TagUser(), csp=False), {}))
     assert f'<script src="/static/{OPEN_STATE_SCRIPT}"></script>' in html
     assert HEAD_AND_TRAY.render(RequestContext(_request(rf, AnonymousUser()), {})) == "<head></head><body></body>"
 

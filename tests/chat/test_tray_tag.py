@@ -9,26 +9,18 @@ from django.middleware.csp import ContentSecurityPolicyMiddleware
 from django.template import Context, RequestContext, Template
 from django.test import RequestFactory
 
+from tests.fakes.users import TagUser
+
 pytestmark = pytest.mark.django_db  # the tag reads the page's group restriction (staff may set one in the admin)
 TAG = Template('{% load chat_tags %}{% chat_tray page="reports" %}')
 SCRIPT = re.compile(r'<script type="module" src="/static/chat/tray\.js"([^>]*)></script>')
 
 
-class _User:
-    is_authenticated = True
-    is_staff = False
-    pk = None  # in no group
-
-    def get_username(self) -> str:
-        return "alice"
-
-    def get_all_permissions(self) -> set[str]:  # the tag labels the input of every tool this user may use
-        return set()
 
 
 def _request(rf: RequestFactory, *, csp: bool) -> Any:
     request = rf.get("/host/page/")
-    request.user = _User()
+    request.user = TagUser()
     if csp:
         ContentSecurityPolicyMiddleware(lambda r: None).process_request(request)
     return request
