@@ -99,8 +99,10 @@ async def title_from_model(provider: Provider, *, model: str, question: str, ans
     return TitleCall(_clip(title) or None, usage)
 
 
-def run_usage_add(*, run_id: str, usage: Usage, cost: float | None) -> None:
-    """Add a call made after the run ended (its title) to the run's tokens and cost, which budgets and reports sum."""
+def _usage_updates(usage: Usage | None, cost: float | None) -> dict[str, object]:
+    """The run's columns a call made after it ended adds its tokens and cost to (none for a call that used none)."""
+    if usage is None or not total_tokens(usage.as_dict()):
+        return {}
     updates: dict[str, object] = {
         "input_tokens": F("input_tokens") + usage.input_tokens, "output_tokens": F("output_tokens") + usage.output_tokens,
         "cache_read_tokens": F("cache_read_tokens") + usage.cache_read_tokens,
@@ -108,19 +110,26 @@ def run_usage_add(*, run_id: str, usage: Usage, cost: float | None) -> None:
     }
     if cost is not None:
         updates["cost_usd"] = Coalesce(F("cost_usd"), Decimal(0)) + Decimal(str(cost))
-    Run.objects.filter(pk=run_id).update(**updates)
+    return updates
 
 
-def conversation_title_set(*, conversation_id: int, provisional: str, title: str, run_id: str | None = None) -> bool:
+def conversation_title_set(*, conversation_id: int, provisional: str, title: str, run_id: str | None = None,
+                           usage: Usage | None = None, cost: float | None = None) -> bool:
     """Store a generated title unless the user renamed the conversation meanwhile; True when stored. The run that
-    generated it keeps it (diagnostics `title`): an edit of the first question can then tell it from a user's name.
-    Both in one transaction: a reader never sees the new title without the run that made it."""
+    generated it keeps it (diagnostics `title`): an edit of the first question can then tell it from a user's name;
+    the title call's `usage` and `cost` are added to that run's (which budgets and reports sum), stored or not.
+    One transaction, one write per row: a reader never sees the new title without the run that made it."""
     with transaction.atomic():
         stored = bool(Conversation.objects.filter(pk=conversation_id, title=provisional).update(title=title[:200]))
-        if stored and run_id is not None:
+        if run_id is None:
+            return stored
+        updates = _usage_updates(usage, cost)
+        if stored:
             run = Run.objects.select_for_update().filter(pk=run_id).only("diagnostics").first()
             if run is not None:
-                Run.objects.filter(pk=run_id).update(diagnostics={**(run.diagnostics or {}), "title": title[:200]})
+                updates["diagnostics"] = {**(run.diagnostics or {}), "title": title[:200]}
+        if updates:
+            Run.objects.filter(pk=run_id).update(**updates)
     return stored
 
 
@@ -151,16 +160,15 @@ async def turn_title_set(provider: Provider, *, question: str, answer: str, lang
     """After the first turn, or an edit of its question (the answer already delivered): the conversation's title, by
     the model when its provider generates titles, else from the content. Never raises."""
     try:
-        title = None
+        title, usage, cost = None, None, None
         if provider.generates_titles:
             call = await title_from_model(provider, model=chat_settings.CHAT_MODEL, question=question, answer=answer)
             title = call.title
             if total_tokens(call.usage.as_dict()):  # the title's tokens count like the turn's, in the run and the day's budget
-                cost = cost_of(chat_settings.CHAT_MODEL, call.usage)
-                await RUNS.run(run_usage_add)(run_id=run_id, usage=call.usage, cost=cost)
-                await budgets.spend(user_id, call.usage.as_dict(), cost)
+                usage, cost = call.usage, cost_of(chat_settings.CHAT_MODEL, call.usage)
+                await budgets.spend(user_id, usage.as_dict(), cost)
         title = title or title_from_content(question, answer, language=language)
         await RUNS.run(conversation_title_set)(conversation_id=conversation_id, provisional=title_initial(question), title=title,
-                                              run_id=run_id)
+                                              run_id=run_id, usage=usage, cost=cost)
     except Exception:  # a title is a nicety: it never fails a turn
         log.exception("run %s: title not generated", run_id)
