@@ -327,6 +327,25 @@ def test_the_backend_searches_through_the_http_embedder(two_users: tuple[Any, An
     assert isinstance(embedder_get(), HashingEmbedder)
 
 
+@on_vectors
+def test_a_failing_embeddings_service_never_fails_the_save(two_users: tuple[Any, Any], embeddings_server: str,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """The host's save stands; the object's old entry goes (its old words are not found), the warning names it without
+    the key, and the rebuild indexes it once the service answers."""
+    demo, _ = two_users
+    stream = ResearchStream.objects.using(ALIAS).get(owner=demo)
+    with override_settings(CHAT_EMBEDDER="openai", CHAT_EMBEDDINGS_URL="http://127.0.0.1:9/v1", CHAT_EMBEDDINGS_MODEL="m",
+                           CHAT_EMBEDDINGS_API_KEY="sk-unreachable-secret", CHAT_EMBEDDINGS_TIMEOUT=2,
+                           CHAT_EMBEDDINGS_DIMENSIONS=512):  # the size known: the entry's table is found without the service
+        stream.name = "Okapi field notes"
+        stream.save(using=ALIAS)  # no exception
+    assert ResearchStream.objects.using(ALIAS).get(pk=stream.pk).name == "Okapi field notes"
+    assert _search(V_STREAMS, demo, "CRISPR delivery") == [] and _search(V_STREAMS, demo, "okapi") == []
+    assert "not indexed" in caplog.text and "chat_sources_rebuild v_streams" in caplog.text and "sk-unreachable" not in caplog.text
+    call_command("chat_sources_rebuild", "v_streams", database=ALIAS, stdout=open("/dev/null", "w"))
+    assert _titles(V_STREAMS, demo, "okapi") == ["Okapi field notes"]
+
+
 def test_check_reports_the_embedding_backend_on_sqlite() -> None:
     """The backend runs on PostgreSQL only: on another default database `check` says so (tools.E024)."""
     from tools.sources.checks import source_problems

@@ -12,6 +12,7 @@ from django.db.models.signals import post_delete, post_save
 
 from tools.sources.backends import backend_get, default_path
 from tools.sources.backends.base import SearchBackend
+from tools.sources.embedders.base import EmbeddingError
 from tools.sources.spec import Source
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,19 @@ def signals_connect(source: Source) -> None:
     def saved(sender: Any, instance: Any, using: str = "default", **kwargs: Any) -> None:
         if kwargs.get("raw"):  # loaddata: the fixture's objects are indexed by a rebuild
             return
-        objects_index(source, [instance], using=using)
+        try:
+            objects_index(source, [instance], using=using)
+        except EmbeddingError as exc:
+            # The host's save stands when the embeddings service fails (as a search index's outage never loses an
+            # edit); the object's old entry goes, so that no stale text of it is searched, and a rebuild indexes it.
+            log.warning("source %s: object %s not indexed (%s); manage.py chat_sources_rebuild %s indexes it",
+                        source.name, instance.pk, exc, source.name)
+            backend = backend_for(source, using)
+            try:
+                if backend is not None:
+                    backend.remove(connections[using], source.name, [object_key(source, instance.pk, using)])
+            except EmbeddingError:  # the service must say its vectors' size to find the table: the rebuild will do
+                pass
 
     def deleted(sender: Any, instance: Any, using: str = "default", **kwargs: Any) -> None:
         backend = backend_for(source, using)
