@@ -20,6 +20,8 @@ class Conversation(models.Model):
     pinned_at = models.DateTimeField(null=True, blank=True)
     # a conversation an eval ran (chat.evals): persisted like any other, kept out of its owner's own list
     is_eval = models.BooleanField(default=False)
+    # the last title the server generated for it: a title equal to it is the server's, any other its owner's
+    generated_title = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         ordering = ["-updated_at"]

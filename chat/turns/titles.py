@@ -115,33 +115,22 @@ def _usage_updates(usage: Usage | None, cost: float | None) -> dict[str, object]
 
 def conversation_title_set(*, conversation_id: int, provisional: str, title: str, run_id: str | None = None,
                            usage: Usage | None = None, cost: float | None = None) -> bool:
-    """Store a generated title unless the user renamed the conversation meanwhile; True when stored. The run that
-    generated it keeps it (diagnostics `title`): an edit of the first question can then tell it from a user's name;
-    the title call's `usage` and `cost` are added to that run's (which budgets and reports sum), stored or not.
-    One transaction, one write per row: a reader never sees the new title without the run that made it."""
+    """Store a generated title unless the user renamed the conversation meanwhile; True when stored. The conversation
+    keeps it as its `generated_title` in the same write (an edit of the first question can then tell it from a user's
+    name); the title call's `usage` and `cost` are added to the run that asked for it (which budgets and reports sum),
+    stored or not. One write per row, in one transaction."""
     with transaction.atomic():
-        stored = bool(Conversation.objects.filter(pk=conversation_id, title=provisional).update(title=title[:200]))
-        if run_id is None:
-            return stored
-        updates = _usage_updates(usage, cost)
-        if stored:
-            run = Run.objects.select_for_update().filter(pk=run_id).only("diagnostics").first()
-            if run is not None:
-                updates["diagnostics"] = {**(run.diagnostics or {}), "title": title[:200]}
-        if updates:
+        title = title[:200]
+        stored = bool(Conversation.objects.filter(pk=conversation_id, title=provisional).update(title=title, generated_title=title))
+        if run_id is not None and (updates := _usage_updates(usage, cost)):
             Run.objects.filter(pk=run_id).update(**updates)
     return stored
 
 
 def title_is_generated(conversation: Conversation, first_question: str) -> bool:
-    """True when the conversation's title is the server's (the first question's provisional title or the last one a
-    run generated), False when its user named it (or it predates the record of generated titles and differs)."""
-    title = conversation.title
-    if title in ("", title_initial(first_question)):
-        return True
-    generated = (Run.objects.filter(conversation_id=conversation.pk, diagnostics__has_key="title").order_by("-created_at")
-                 .values_list("diagnostics__title", flat=True).first())
-    return generated is not None and title == generated
+    """True when the conversation's title is the server's (the first question's provisional title or the last one
+    generated), False when its user named it."""
+    return conversation.title in ("", title_initial(first_question), conversation.generated_title)
 
 
 def _first_line(text: str) -> str:
