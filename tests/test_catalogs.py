@@ -49,7 +49,7 @@ def test_an_emptied_translation_fails(tree: Path) -> None:
 
 
 def test_a_fuzzy_entry_fails(tree: Path) -> None:
-    _edit(tree / GERMAN_JS, '#: chat/static/chat/view.js\nmsgid "Send"', '#: chat/static/chat/view.js\n#, fuzzy\nmsgid "Send"')
+    _edit(tree / GERMAN_JS, '\nmsgid "Send"\n', '\n#, fuzzy\nmsgid "Send"\n')
     assert any("fuzzy: 'Send'" in p for p in catalogs.check(tree))
 
 

@@ -6,7 +6,7 @@
  *   api.js        REST calls (conversations)
  *   controller.js what the user and the page can ask of the tray; reacts to the protocol
  *                 (its features, one module each, in controller/)
- *   view.js ...   the DOM (with messages.js, live.js, panel.js, history.js)
+ *   view.js ...   the DOM (its parts in view/; with messages.js, live.js, panel.js, history.js)
  *   pagechat.js   the public API for host pages (also window.pagechat); docs/tray.md
  */
 import "./pagechat.js"; // the public API, and window.pagechat

@@ -4,69 +4,24 @@
  * the controller through `actions`; messages (messages.js), the live turn (live.js), the panel
  * content (panel.js) and the conversation list (history.js) render themselves.
  */
-import { h, button, icon, ICONS } from "./dom.js";
+import { h, button, icon } from "./dom.js";
 import { FloatingPanel } from "./panel.js";
 import { disableActions } from "./messages.js";
-import { formatNumber, gettext, gettext_noop, interpolate, ngettext, outcomeLabel } from "./i18n.js";
+import { gettext, outcomeLabel } from "./i18n.js";
+import { composerBuild, counterUpdate, dropInstall, pendingShow } from "./view/composer.js";
+import { documentKeysInstall } from "./view/keys.js";
+import { CONTRACT_NAMES } from "./view/names.js";
+import { headerBuild, welcomeBuild, WIDE_KEY } from "./view/header.js";
 
-// The launcher's, the message box's and the send button's accessible names: these English words are the contract of
-// an English page; in another language they are translated like every other name. Tests and programs that must find
-// them in any language use their stable attributes (data-pagechat-launcher, data-pagechat-input, data-pagechat-send).
-const CONTRACT_NAMES = Object.freeze({ launcher: gettext_noop("Open chat"), input: gettext_noop("Message"), send: gettext_noop("Send") });
 const NOTICE_MS = 4000;
 const PIN_PX = 40; // this close to the end counts as "at the bottom"
 const PHONE_QUERY = "(max-width: 640px)";
 const INPUT_MAX_PX = 160;
-const WIDE_KEY = "chat-tray:wide"; // localStorage: a reader's preference for every page and tab, unlike the conversation
-
-/** The wide view the reader chose last in this browser (off where storage is refused). */
-function storedWide() {
-  try {
-    return localStorage.getItem(WIDE_KEY) === "1";
-  } catch {
-    return false;
-  }
-}
-
-// The keyboard shortcut that opens and focuses the tray: Ctrl+/ (Control+/ on a Mac too; no browser or system uses it).
-// Matched by the character, so a layout where "/" needs Shift (German: Shift+7) works the same.
-const SHORTCUT = Object.freeze({ aria: "Control+/", shown: "Ctrl+/" });
-
-function isShortcut(e) {
-  return e.key === "/" && e.ctrlKey && !e.altKey && !e.metaKey && !e.isComposing;
-}
 
 /** Can take the focus: in the document, enabled, and shown. */
 function usable(el) {
   return Boolean(el && el.isConnected && !el.disabled && el.getClientRects().length > 0 && typeof el.focus === "function");
 }
-
-// The header's icons (decorative: each button is named by its label, which a narrow phone keeps for screen readers only).
-const HEADER_ICONS = Object.freeze({
-  history: "M12 8v4l3 2M3.5 12a8.5 8.5 0 1 0 2.5-6M3 3v4h4",
-  newChat: "M12 5v14M5 12h14",
-  expand: "M6 15l6-6 6 6",
-});
-
-function headerLabel(path, label) {
-  return [icon(path, "chat-icon chat-header-btn__icon"), h("span", { class: "chat-header-btn__label" }, label)];
-}
-
-/**
- * The welcome's first questions (config.starters, from the page): buttons that send their words as the user's
- * message. A stable attribute (`data-pagechat-starter`, its position) finds them in any language.
- */
-function starterButtons(starters, send) {
-  const texts = (Array.isArray(starters) ? starters : []).filter((t) => typeof t === "string" && t.trim()).slice(0, 4);
-  if (!texts.length) return null;
-  return h(
-    "div",
-    { class: "chat-starters", role: "group", "aria-label": gettext("Suggested questions") },
-    texts.map((text, i) => h("button", { type: "button", class: "chat-starter", dataset: { pagechatStarter: String(i) }, onclick: () => send(text) }, text)),
-  );
-}
-
-const PAPERCLIP = "M21 11l-8.5 8.5a5 5 0 0 1-7-7L14 4a3.5 3.5 0 0 1 5 5l-8.5 8.5a2 2 0 0 1-3-3L15 7";
 
 export class TrayView {
   /**
@@ -78,55 +33,10 @@ export class TrayView {
     this.root = root;
     this.actions = actions;
     if (config.language) root.setAttribute("lang", config.language); // the tray speaks the page's language
-    // the page's title (config.page_title, translated on the server); an unregistered page is "this page"
-    const pageLabel = typeof config.page_title === "string" ? config.page_title : "";
-    this.launcher = h(
-      "button",
-      { type: "button", class: "chat-launcher", "aria-label": gettext(CONTRACT_NAMES.launcher), dataset: { pagechatLauncher: "" }, "aria-expanded": "false", "aria-controls": "chat-tray-panel", onclick: () => actions.toggle(),
-        "aria-keyshortcuts": SHORTCUT.aria, title: interpolate(gettext("Keyboard shortcut: %(keys)s"), { keys: SHORTCUT.shown }) },
-      icon(ICONS.chat, "chat-icon chat-launcher__icon"),
-      h("span", { class: "chat-launcher__label" }, gettext("Chat")),
-    );
-    this.listButton = button(headerLabel(HEADER_ICONS.history, gettext("History")), () => actions.toggleHistory(), { cls: "chat-header-btn", title: gettext("Your conversations") });
-    this.listButton.setAttribute("aria-pressed", "false");
-    // On a phone the sheet can step aside (after Accept filled a form); this brings it back.
-    this.expandButton = button(headerLabel(HEADER_ICONS.expand, gettext("Show conversation")), () => this.stepAside(false), { cls: "chat-header-btn chat-expand-btn" });
-    this.expandButton.hidden = true;
-    // Wide view: a wider tray for tables and code, remembered in this browser (localStorage); not on a phone.
-    this.wideButton = h("button", { type: "button", class: "chat-icon-btn chat-wide-btn", "aria-label": gettext("Wide view"), title: gettext("Wide view"),
-      "aria-pressed": "false", onclick: () => this.setWide(!this.root.classList.contains("is-wide")) }, icon(ICONS.widen));
-    this.setWide(storedWide(), false);
-    const header = h(
-      "header",
-      { class: "chat-tray__header" },
-      h(
-        "div",
-        { class: "chat-tray__heading" },
-        h("h2", { class: "chat-tray__title", id: "chat-tray-title" }, gettext("Assistant")),
-        // the provider is named once, here (not in every message): config.provider_label, e.g. "Offline model"
-        config.provider_label || config.offline
-          ? h("span", { class: `chat-badge${config.offline ? " chat-badge--offline" : ""}`, title: config.offline ? gettext("Deterministic demo model — no API key configured") : "" }, config.provider_label ? gettext(config.provider_label) : gettext("Offline model"))
-          : null,
-      ),
-      h(
-        "div",
-        { class: "chat-tray__header-actions" },
-        this.listButton,
-        this.expandButton,
-        button(headerLabel(HEADER_ICONS.newChat, gettext("New chat")), () => actions.newChat(), { cls: "chat-header-btn chat-new-btn" }),
-        this.wideButton,
-        button("×", () => actions.close(), { cls: "chat-icon-btn", ariaLabel: gettext("Close chat") }),
-      ),
-    );
+    const header = headerBuild(this, config, actions);
     this.connectionEl = h("div", { class: "chat-connection", role: "status", hidden: true });
     this.offlineEl = h("div", { class: "chat-connection chat-offline", role: "status", hidden: true }, gettext("You are offline. Messages cannot be sent until the network is back."));
-    this.welcome = h(
-      "div",
-      { class: "chat-welcome" },
-      h("p", { class: "chat-welcome__title" }, config.user ? interpolate(gettext("Hi %(user)s! How can I help?"), { user: config.user }) : gettext("Hi! How can I help?")),
-      h("p", { class: "chat-muted" }, pageLabel ? interpolate(gettext("I can see you are on the %(page)s page and can help with what is on it."), { page: pageLabel }) : gettext("I can see this page and can help with what is on it.")),
-      starterButtons(config.starters, (text) => actions.startWith(text)),
-    );
+    this.welcome = welcomeBuild(config, actions);
     // a long conversation is shown from its latest messages; this reads the ones before (at the top of the log)
     this.earlierButton = button(gettext("Show earlier messages"), () => actions.loadEarlier(), { cls: "chat-btn chat-btn--secondary chat-earlier-btn" });
     this.earlierButton.hidden = true;
@@ -142,65 +52,7 @@ export class TrayView {
     this.historySlot = h("div", { class: "chat-history-slot" });
     this.noticeEl = h("div", { class: "chat-notice", role: "status", "aria-live": "polite", hidden: true });
 
-    this.input = h("textarea", { class: "chat-input", rows: "1", placeholder: gettext("Ask something…"), "aria-label": gettext(CONTRACT_NAMES.input), dataset: { pagechatInput: "" } });
-    this.input.addEventListener("keydown", (e) => {
-      // Enter sends, Shift+Enter is a newline; never interrupt an IME composition.
-      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
-        e.preventDefault();
-        this.submit();
-      }
-      // Up in an empty composer takes the last question back for editing, as ChatGPT and Claude.ai do.
-      const plainUp = e.key === "ArrowUp" && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey && !e.isComposing;
-      if (plainUp && this.input.value === "" && actions.editLastQuestion()) e.preventDefault();
-    });
-    this.input.addEventListener("input", () => {
-      this.autosize();
-      this.updateCounter();
-      actions.draftChanged();
-    });
-    this.maxChars = Number(config.max_message_chars) || 0;
-    this.counter = h("div", { class: "chat-counter", id: "chat-counter", "aria-live": "polite", hidden: true });
-    if (this.maxChars) this.input.setAttribute("aria-describedby", "chat-counter");
-    this.editBar = h(
-      "div",
-      { class: "chat-editing", hidden: true },
-      h("span", {}, gettext("Editing your last question")),
-      button(gettext("Cancel edit"), () => actions.cancelEdit(), { cls: "chat-link-btn chat-cancel-edit" }),
-    );
-    this.sendButton = h("button", { type: "submit", class: "chat-btn chat-btn--primary chat-send-btn", "aria-label": gettext(CONTRACT_NAMES.send), dataset: { pagechatSend: "" } }, gettext("Send"));
-    this.stopButton = button(gettext("Stop"), () => actions.stop(), { cls: "chat-btn chat-btn--warning chat-stop-btn", ariaLabel: gettext("Stop generating") });
-    this.stopButton.hidden = true;
-    // Attachments: the paperclip opens the file picker; files may also be dropped on the tray or pasted.
-    const attach = config.attachments || null;
-    this.pendingCount = 0;
-    this.fileInput = h("input", {
-      type: "file", class: "chat-file-input", multiple: true, hidden: true, tabindex: "-1",
-      accept: (attach?.types || []).join(","),
-    });
-    this.fileInput.addEventListener("change", () => {
-      const files = [...this.fileInput.files];
-      this.fileInput.value = ""; // choosing the same file again fires change again
-      if (files.length) actions.attach(files);
-    });
-    this.attachButton = attach
-      ? h("button", { type: "button", class: "chat-icon-btn chat-attach-btn", "aria-label": gettext("Attach file"), title: gettext("Attach an image or a PDF"),
-        onclick: () => this.fileInput.click() }, icon(PAPERCLIP, "chat-icon"))
-      : null;
-    this.pendingEl = h("ul", { class: "chat-pending", "aria-label": gettext("Files to send"), hidden: true });
-    if (attach) {
-      this.input.addEventListener("paste", (e) => {
-        const files = [...(e.clipboardData?.files || [])];
-        if (!files.length) return; // plain text pastes as usual
-        e.preventDefault();
-        actions.attach(files);
-      });
-    }
-    const composer = h("form", { class: "chat-composer" }, this.attachButton, this.fileInput, this.input, this.sendButton, this.stopButton);
-    const composerWrap = h("div", { class: "chat-composer-wrap" }, this.editBar, this.pendingEl, composer, this.counter);
-    composer.addEventListener("submit", (e) => {
-      e.preventDefault();
-      this.submit();
-    });
+    const composerWrap = composerBuild(this, config, actions);
 
     this.panelEl = h(
       "aside",
@@ -214,53 +66,11 @@ export class TrayView {
       this.noticeEl,
       composerWrap,
     );
-    if (attach) {
-      // dropping files anywhere on the tray attaches them
-      this.panelEl.addEventListener("dragover", (e) => {
-        if (![...(e.dataTransfer?.types || [])].includes("Files")) return;
-        e.preventDefault();
-        this.panelEl.classList.add("is-dropping");
-      });
-      this.panelEl.addEventListener("dragleave", (e) => {
-        if (!this.panelEl.contains(e.relatedTarget)) this.panelEl.classList.remove("is-dropping");
-      });
-      this.panelEl.addEventListener("drop", (e) => {
-        this.panelEl.classList.remove("is-dropping");
-        const files = [...(e.dataTransfer?.files || [])];
-        if (!files.length) return;
-        e.preventDefault();
-        actions.attach(files);
-      });
-    }
+    if (config.attachments) dropInstall(this, actions);
     root.replaceChildren(this.launcher, this.panelEl);
     // after a panel closes, focus goes back where it was or, if that is gone, to the message input
     this.panel = new FloatingPanel(root, { fallbackFocus: () => (this.isOpen ? this.input : this.launcher), beside: () => (this.isOpen ? this.input : null) });
-    // Escape closes the panel, then the tray - when focus is in the tray or nowhere in
-    // particular, so a page's own dialogs keep their Escape.
-    document.addEventListener("keydown", (e) => {
-      if (e.key !== "Escape" || e.defaultPrevented) return;
-      const focus = document.activeElement;
-      if (focus && focus !== document.body && !root.contains(focus)) return;
-      if (focus?.type === "search" && focus.value) return; // its own Escape empties it first
-      if (this.panel.isOpen) this.panel.close();
-      else if (this.editBar && !this.editBar.hidden) actions.cancelEdit();
-      else if (this.isOpen) actions.close();
-      else return;
-      e.preventDefault();
-    });
-    // The shortcut (docs/tray.md) opens the tray and puts the focus in its message box, from anywhere on the page;
-    // so does a link to #chat-tray (a page's "Skip to chat" link).
-    document.addEventListener("keydown", (e) => {
-      if (!isShortcut(e)) return;
-      e.preventDefault();
-      this.focusTray();
-    });
-    document.addEventListener("click", (e) => {
-      const link = e.target instanceof Element ? e.target.closest(`a[href="#${root.id || "chat-tray"}"]`) : null;
-      if (!link || e.defaultPrevented) return;
-      e.preventDefault();
-      this.focusTray();
-    });
+    documentKeysInstall(this, root, actions);
     this.keepFocus();
   }
 
@@ -310,22 +120,7 @@ export class TrayView {
    * @param {(item) => void} remove
    */
   showPending(items, remove) {
-    this.pendingCount = items.length;
-    this.pendingEl.hidden = !items.length;
-    this.pendingEl.replaceChildren(
-      ...items.map((item) => {
-        const thumb = item.data?.thumbnail_url || item.preview;
-        return h(
-          "li",
-          { class: `chat-pending__item${item.status === "uploading" ? " is-uploading" : ""}`, dataset: { name: item.name } },
-          thumb ? h("img", { class: "chat-pending__thumb", src: thumb, alt: "" }) : icon("M6 2h9l5 5v15H6zM14 2v6h6", "chat-icon chat-pending__icon"),
-          h("span", { class: "chat-pending__name" }, item.name),
-          item.status === "uploading" ? h("span", { class: "chat-muted chat-pending__status" }, gettext("Uploading…")) : null,
-          h("button", { type: "button", class: "chat-icon-btn chat-pending__remove", "aria-label": interpolate(gettext("Remove %(name)s"), { name: item.name }), title: gettext("Remove"),
-            onclick: () => remove(item) }, "×"),
-        );
-      }),
-    );
+    pendingShow(this, items, remove);
   }
 
   submit() {
@@ -346,17 +141,7 @@ export class TrayView {
 
   /** Characters left, shown near the limit; over it, Send is disabled and the input says why. */
   updateCounter() {
-    if (!this.maxChars) return;
-    const length = this.input.value.trim().length;
-    const over = length > this.maxChars;
-    this.counter.hidden = length < this.maxChars * 0.8;
-    this.counter.textContent = over
-      ? interpolate(ngettext("%(over)s character over the limit of %(max)s", "%(over)s characters over the limit of %(max)s", length - this.maxChars), { over: formatNumber(length - this.maxChars), max: formatNumber(this.maxChars) })
-      : `${formatNumber(length)} / ${formatNumber(this.maxChars)}`;
-    this.counter.classList.toggle("is-over", over);
-    this.sendButton.disabled = over;
-    if (over) this.input.setAttribute("aria-invalid", "true");
-    else this.input.removeAttribute("aria-invalid");
+    counterUpdate(this);
   }
 
   /** Edit mode: the last question in the composer, with a way out. */
