@@ -66,6 +66,11 @@ class PromptInput:
     user_preferences: str = ""  # the user's own standing instructions (UserPreferences): their words, sent as data
     language: str | None = None  # the user's language (a BCP 47 tag, e.g. the tray's page language); None: not known
 
+    @property
+    def error(self) -> dict[str, str] | None:
+        """The request context's error as the TROUBLESHOOTING section gives it (`error_context`), None without one."""
+        return error_context(self.request_context)
+
 
 LANGUAGE = """\
 The user's language is {name} (`{code}`). Write your answers, suggested value labels and button labels in {name},

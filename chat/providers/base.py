@@ -106,6 +106,8 @@ class StructuredPrompt(Protocol):
     def server_actions(self) -> Sequence[tuple[str, str, Sequence[str]]]: ...
     @property
     def language(self) -> str | None: ...
+    @property
+    def error(self) -> Mapping[str, str] | None: ...  # the TROUBLESHOOTING section's bounded fields: message, code, context
 
 
 @dataclass(slots=True)

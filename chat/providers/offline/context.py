@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chat.providers.base import StructuredPrompt
-from chat.providers.offline.offers import ActionOffer, PayloadOffer, Troubleshooting, actions_offered, parse_payloads, troubleshooting_of
+from chat.providers.offline.offers import ActionOffer, PayloadOffer, Troubleshooting, actions_offered, parse_payloads
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,8 @@ class PromptContext:
 
 def context_from_prompt(prompt: StructuredPrompt) -> PromptContext:
     """The context as the structured prompt input gives it (what `chat.prompt.system.system_prompt_build` writes out)."""
-    error = troubleshooting_of(prompt.request_context)
+    fields = prompt.error  # bounded as the prompt writes it
+    error = Troubleshooting(fields["message"], fields["code"], fields["context"]) if fields else None
     shown = {k: v for k, v in prompt.request_context.items() if k != "csrf_token" and not (k == "error" and error)}
     titles = {name: " ".join(title.split()).replace('"', "'") for name, _ in prompt.tools if (title := prompt.tool_titles.get(name, ""))}
     return PromptContext(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,22 +111,3 @@ def actions_offered(handler: str, actions: Sequence[tuple[str, str, Sequence[str
     return [ActionOffer(name, description, handler, list(params)) for name, description, params in actions]
 
 
-# how the prompt bounds an error's fields (chat.prompt.system.ERROR_FIELD_LIMITS): this model quotes them so
-ERROR_FIELD_LIMITS = {"message": 500, "code": 100, "context": 1000}
-
-
-def troubleshooting_of(context: Mapping[str, Any]) -> Troubleshooting | None:
-    """The error the request context carries (`error`: a message, or {message, code?, context?}) as the prompt's
-    TROUBLESHOOTING section gives it (each field on one line, bounded, "(none)" when empty); None without one."""
-    error = context.get("error")
-    if isinstance(error, str):
-        error = {"message": error}
-    if not isinstance(error, dict) or not str(error.get("message") or "").strip():
-        return None
-    out = {}
-    for key, limit in ERROR_FIELD_LIMITS.items():
-        value = error.get(key)
-        text = value if isinstance(value, str) else ("" if value is None else json.dumps(value, default=str, ensure_ascii=False))
-        text = " ".join(text.split())
-        out[key] = (text[:limit] + "\u2026" if len(text) > limit else text) or "(none)"
-    return Troubleshooting(out["message"], out["code"], out["context"])

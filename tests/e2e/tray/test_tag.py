@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.users import TagUser
+
 pytestmark = pytest.mark.e2e
 
 
@@ -20,17 +22,8 @@ def test_template_tag_renders_config_and_assets(rf: Any, settings: Any) -> None:
     from django.middleware.csp import ContentSecurityPolicyMiddleware
     from django.template import RequestContext, Template
 
-    class Staff:
-        is_authenticated = True
+    class Staff(TagUser):
         is_staff = True
-
-        pk = None  # in no group
-
-        def get_username(self) -> str:
-            return "alice"
-
-        def get_all_permissions(self) -> set[str]:  # the tag now asks for every tool this user may use
-            return set()
 
     settings.CHAT_PROVIDER = "chat.providers.does_not_exist.Provider"
     request = rf.get("/reports/")
