@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from contextlib import suppress
 from typing import Any
 
 from django.db import connections
@@ -47,17 +48,11 @@ def signals_connect(source: Source) -> None:
             # edit); the object's old entry goes, so that no stale text of it is searched, and a rebuild indexes it.
             log.warning("source %s: object %s not indexed (%s); manage.py chat_sources_rebuild %s indexes it",
                         source.name, instance.pk, exc, source.name)
-            backend = backend_for(source, using)
-            try:
-                if backend is not None:
-                    backend.remove(connections[using], source.name, [object_key(source, instance.pk, using)])
-            except EmbeddingError:  # the service must say its vectors' size to find the table: the rebuild will do
-                pass
+            with suppress(EmbeddingError):  # the service must say its vectors' size to find the table: the rebuild will do
+                objects_unindex(source, [instance.pk], using=using)
 
     def deleted(sender: Any, instance: Any, using: str = "default", **kwargs: Any) -> None:
-        backend = backend_for(source, using)
-        if backend is not None:
-            backend.remove(connections[using], source.name, [object_key(source, instance.pk, using)])
+        objects_unindex(source, [instance.pk], using=using)
 
     post_save.connect(saved, sender=source.model, dispatch_uid=_uid(source, "save"), weak=False)
     post_delete.connect(deleted, sender=source.model, dispatch_uid=_uid(source, "delete"), weak=False)
@@ -66,6 +61,13 @@ def signals_connect(source: Source) -> None:
 def signals_disconnect(source: Source) -> None:
     post_save.disconnect(sender=source.model, dispatch_uid=_uid(source, "save"))
     post_delete.disconnect(sender=source.model, dispatch_uid=_uid(source, "delete"))
+
+
+def objects_unindex(source: Source, pks: Iterable[Any], *, using: str = "default") -> None:
+    """Drop these objects' index entries."""
+    backend = backend_for(source, using)
+    if backend is not None:
+        backend.remove(connections[using], source.name, [object_key(source, pk, using) for pk in pks])
 
 
 def objects_index(source: Source, objects: Iterable[Any], *, using: str = "default") -> None:
