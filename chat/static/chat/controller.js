@@ -56,6 +56,8 @@ export class Tray {
     window.addEventListener("offline", () => this.onNetwork(false));
     window.addEventListener("online", () => this.onNetwork(true));
     if (navigator.onLine === false) this.onNetwork(false);
+    // a frontend tool still running when the page goes away ends with an error the model reads (controller/tools.js)
+    window.addEventListener("pagehide", () => this.leavePage());
     this.history = new HistoryView(this);
     this.view.mountHistory(this.history.el);
     this.panel = this.view.panel;

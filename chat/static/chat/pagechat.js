@@ -16,10 +16,16 @@
  * setContext(values)                                merged into the context of the next messages
  * getTray() / onTrayReady(callback)                 the tray controller (open, close, send, ...)
  * ICONS                                             the built-in icon names
+ * registerTool({name, title, description, parameters, handler, requiresApproval})
+ *                                                   a frontend tool the model may call; this tab runs handler(args, {tray})
+ * unregisterTool(name)                              remove it
+ * setState(values, {replace}) / getState()          the page's shared state, sent with every message
+ * onState(fn)                                       fn(state, delta) when a tool changed the state
  *
  * Events, dispatched on the tray's root element and bubbling to `document`:
  *   "pagechat:ready" {tray}, "pagechat:reply" {message}, "pagechat:payload-outcome" {payload, outcome},
  *   "pagechat:action-result" {result, message}, "pagechat:refresh" {action, message}.
+ * And on `window`: "pagechat:state" {state, delta} (a tool changed the page's state).
  */
 import {
   getContext,
@@ -32,6 +38,7 @@ import {
   setContext,
 } from "./registry.js";
 import { ICONS } from "./dom.js";
+import { getState, onState, registerTool, setState, unregisterTool } from "./tools.js";
 
 export {
   getContext,
@@ -42,6 +49,11 @@ export {
   registerPayloadHandler,
   registerPayloadRenderer,
   setContext,
+  registerTool,
+  unregisterTool,
+  setState,
+  getState,
+  onState,
   ICONS,
 };
 
@@ -55,6 +67,11 @@ export const api = Object.freeze({
   registerPayloadHandler,
   registerPayloadRenderer,
   setContext,
+  registerTool,
+  unregisterTool,
+  setState,
+  getState,
+  onState,
   ICONS,
 });
 

@@ -35,7 +35,7 @@ export function uuid4() {
 }
 
 /** A chat.send frame with a fresh client_message_id (a retry is a new attempt, so a new id). */
-export function chatSendFrame({ message, conversationId = null, context = {}, interactionType = "text_input", actionMetadata = null, replaceLast = null, attachments = null, language = null }) {
+export function chatSendFrame({ message, conversationId = null, context = {}, interactionType = "text_input", actionMetadata = null, replaceLast = null, attachments = null, language = null, tabId = null, clientTools = null, state = null }) {
   const frame = {
     type: "chat.send",
     client_message_id: uuid4(),
@@ -51,6 +51,10 @@ export function chatSendFrame({ message, conversationId = null, context = {}, in
   if (attachments?.length) frame.attachments = attachments;
   // the user's language (the page's): the model is told to answer in it (protocol addition)
   if (language) frame.language = language;
+  // frontend tools (protocol addition): the tab's own id, the tools it runs itself, and the page's shared state
+  if (tabId) frame.tab_id = tabId;
+  if (clientTools) frame.client_tools = clientTools;
+  if (state) frame.state = state;
   return frame;
 }
 
@@ -137,6 +141,19 @@ export class ProtocolClient {
   }
 
   /**
+   * Answer a client_tool_call of the followed run (chat.tool_result): sent now, or when the socket is back. Until the
+   * call's tool_complete arrives, a not_found about the run is the server's refusal of this answer (the call had
+   * ended already: timed out, or its socket closed), not the run's end.
+   */
+  toolResult({ runId, toolUseId, tabId, output, isError = false, payload = null, state = null }) {
+    const run = this.current;
+    if (!run || !runId || run.runId !== runId) return false;
+    run.pendingResults += 1;
+    this.socket.send({ type: "chat.tool_result", run_id: runId, tool_use_id: toolUseId, tab_id: tabId, output, is_error: Boolean(isError), payload, state });
+    return true;
+  }
+
+  /**
    * Stop following the run (not a cancel: it still finishes on the server and is saved there).
    * Returns the run that was followed, or null.
    */
@@ -199,6 +216,7 @@ export class ProtocolClient {
       return;
     }
     this.seen.set(run.runId, msg.seq);
+    if (msg.type === "tool_complete" && run.pendingResults > 0) run.pendingResults -= 1;
     const terminal = TERMINAL_EVENTS.has(msg.type);
     if (terminal) this.end(run);
     this.call("onEvent", msg, run);
@@ -219,6 +237,10 @@ export class ProtocolClient {
       return;
     }
     if (run && msg.run_id === run.runId) {
+      if (msg.code === "not_found" && run.pendingResults > 0) {
+        run.pendingResults -= 1; // our late answer to a tool call the server had ended: the run goes on
+        return;
+      }
       if (msg.code === "not_found") {
         this.end(run); // gone, or never ours
         this.call("onUnavailable", msg, run);
@@ -262,5 +284,5 @@ export class ProtocolClient {
 }
 
 function newRun(runId, frame) {
-  return { runId, frame, cancelRequested: false, reresumes: 0, gapAt: null };
+  return { runId, frame, cancelRequested: false, reresumes: 0, gapAt: null, pendingResults: 0 };
 }

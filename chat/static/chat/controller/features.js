@@ -10,13 +10,14 @@ import { answers, answersState } from "./answers.js";
 import { turns, turnsState } from "./turns.js";
 import { conversations, conversationsState } from "./conversations.js";
 import { cards } from "./cards.js";
+import { tools, toolsState } from "./tools.js";
 
 /** Every feature's methods; no two features define the same name (checked by tests/js/controller_features.test.mjs). */
-export const FEATURES = Object.freeze({ shell, composer, attachments, editing, answers, turns, conversations, cards });
+export const FEATURES = Object.freeze({ shell, composer, attachments, editing, answers, turns, conversations, cards, tools });
 
 /** The state the features keep on the tray, as a new tray starts with it. */
 export function featureState() {
-  return { ...turnsState(), ...conversationsState(), ...attachmentsState(), ...editingState(), ...answersState() };
+  return { ...turnsState(), ...conversationsState(), ...attachmentsState(), ...editingState(), ...answersState(), ...toolsState() };
 }
 
 /** Give `target` (the tray's prototype, or a test's tray) every feature's methods. */

@@ -63,6 +63,7 @@ export const turns = {
       replaceLast,
       attachments,
       language: currentLanguage(),
+      ...this.turnExtras(), // the tab's id, its frontend tools and its state (controller/tools.js)
     });
     this.beginLive();
     this.protocol.start(frame);
@@ -219,6 +220,13 @@ const EVENT_HANDLERS = {
   },
   tool_approval(event, live) {
     live.approvalRequest(event);
+  },
+  client_tool_call(event) {
+    // the card is tool_start's; this tab runs the call only when it sent the turn (never a replayed one twice)
+    this.runClientTool(event);
+  },
+  state(event) {
+    this.applyRunState(event);
   },
   complete(event) {
     this.finishComplete({ ...(event.payload || {}), conversation_id: event.payload?.conversation_id ?? event.conversation_id });
