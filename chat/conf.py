@@ -153,6 +153,8 @@ class ChatSettings:
     CHAT_STALE_AFTER: float = setting(8.0, "seconds without a heartbeat before a run is swept as interrupted", positive=True)
     CHAT_GRACEFUL_SHUTDOWN: bool = setting(True, "on SIGTERM, let running runs finish before the server stops")
     CHAT_SHUTDOWN_TIMEOUT: float = setting(10.0, "seconds SIGTERM waits for running runs")
+    CHAT_CLIENT_TOOL_TIMEOUT: float = setting(30.0, "seconds a run waits for the tab to answer a frontend tool call "
+                                              "(`client_tool_call`); then the model is told the page did not answer", positive=True)
     # ---- limits ----
     CHAT_MAX_FRAME_BYTES: int = setting(64 * 1024, "largest client frame or request body", positive=True)
     CHAT_MAX_MESSAGE_CHARS: int = setting(16000, "longest user message", positive=True)

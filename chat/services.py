@@ -11,21 +11,24 @@ from django.utils import timezone
 
 from chat.events import error_event
 from chat.events.errors import NotFound
-from chat.models import Conversation, Message, PendingApproval, Run, UserPreferences
+from chat.models import ClientToolWait, Conversation, Message, PendingApproval, Run, UserPreferences
 from chat.runs import manager
 from chat.runs.store import run_for_user, run_terminal_event
 from chat.turns.admission import turn_regenerate, turn_start
 from chat.turns.gate import TurnStarted
+from chat.turns.tab_tools import PAGE_LEFT
 from chat.userdata import attachments, retention
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
     from django.core.files.uploadedfile import UploadedFile
 
+    from chat.events import ChatToolResult, ToolResultBody
     from chat.models import Attachment
 
 __all__ = [
-    "TurnStarted", "approval_answer", "attachment_discard", "attachment_upload", "conversation_create", "conversation_delete", "conversation_update",
+    "TurnStarted", "approval_answer", "tab_answer", "tab_left",
+    "attachment_discard", "attachment_upload", "conversation_create", "conversation_delete", "conversation_update",
     "conversations_delete_all", "message_mark", "run_cancel", "run_replay_or_resync", "turn_regenerate", "turn_start",
 ]
 
@@ -46,6 +49,32 @@ async def approval_answer(*, user: User, run_id: str, tool_use_id: str, approved
     if updated != 1:
         raise NotFound("no pending approval with that id")
     await manager.deliver_approval(str(run.pk), tool_use_id, approved)
+
+
+async def tab_answer(*, user: User, run_id: str, answer: ChatToolResult | ToolResultBody) -> None:
+    """Record the tab's answer to a frontend tool call exactly once and hand it to the run. Only the run's user, only
+    the tab the call names, only while the call waits; anything else is `not_found`."""
+    run = await run_for_user(user=user, run_id=run_id)
+    result = answer.model_dump(include={"output", "is_error", "payload", "state"})
+    updated = await ClientToolWait.objects.filter(
+        run=run, run__status=Run.Status.RUNNING, tool_use_id=answer.tool_use_id, tab_id=answer.tab_id, answered_at__isnull=True,
+    ).aupdate(result=result, answered_at=timezone.now())
+    if updated != 1:
+        raise NotFound("no frontend tool call of this tab waits with that id")
+    await manager.deliver_tab_answer(str(run.pk), answer.tool_use_id, result)
+
+
+async def tab_left(*, user: User, tab_ids: set[str]) -> None:
+    """The page of these tabs was left (their socket closed as pages close it): their waiting calls end with that error."""
+    if not tab_ids:
+        return
+    result = {"output": f"Error: {PAGE_LEFT}.", "is_error": True}
+    waits = ClientToolWait.objects.filter(run__conversation__owner=user, run__status=Run.Status.RUNNING, tab_id__in=tab_ids,
+                                          answered_at__isnull=True)
+    async for run_id, tool_use_id in waits.values_list("run_id", "tool_use_id"):
+        if await ClientToolWait.objects.filter(run_id=run_id, tool_use_id=tool_use_id, answered_at__isnull=True).aupdate(
+                result=result, answered_at=timezone.now()):
+            await manager.deliver_tab_answer(str(run_id), tool_use_id, result)
 
 
 async def run_replay_or_resync(*, user: User, run_id: str, after_seq: int) -> str:

@@ -22,6 +22,7 @@ urlpatterns = [
     path("chat/runs/<str:run_id>/events", stream.run_events, name="run-events"),
     path("chat/runs/<str:run_id>/cancel", runs.run_cancel, name="run-cancel"),
     path("chat/runs/<str:run_id>/approve", runs.run_approve, name="run-approve"),
+    path("chat/runs/<str:run_id>/tool_result", runs.run_tool_result, name="run-tool-result"),
     path("chat/ag-ui", interop.agui_run, name="ag-ui"),
     path("chat/ai-sdk", interop.aisdk_chat, name="ai-sdk"),
     path("chat/ai-sdk/<str:chat_id>/stream", interop.aisdk_resume, name="ai-sdk-resume"),

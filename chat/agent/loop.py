@@ -6,6 +6,7 @@ import inspect
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from chat.agent.data import as_data
@@ -144,7 +145,7 @@ async def run_agent_loop(
                         result = ToolResult("Error: the tool call could not be recorded, so it was not run.", is_error=True)
                 if result is None:
                     executed = True
-                    async for item in _execute(tool, use.input, ctx, sync_runner):
+                    async for item in _execute(tool, use.input, replace(ctx, tool_use_id=use.tool_use_id), sync_runner):
                         if isinstance(item, ToolProgress):
                             yield AgentToolProgress(tool_use_id=use.tool_use_id, name=use.name, update=item)
                         else:

@@ -41,6 +41,8 @@ class ToolContext:
     run_id: str = ""
     context: dict[str, Any] = field(default_factory=dict)
     services: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)  # the page's shared state: a tool changes it in place (the page is told)
+    tool_use_id: str = ""  # the call being run (the loop gives each call its own copy of the context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,7 @@ class AgentTool:
     executor: Callable[..., Any]
     requires_approval: bool = False
     client_side: bool = False  # a tool the client runs (AG-UI frontend tools): the loop stops at its call
+    in_tab: bool = False  # a tool the sending tab runs while the loop waits (its executor asks the tab)
 
 
     def definition(self) -> dict[str, Any]:

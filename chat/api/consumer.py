@@ -16,13 +16,15 @@ from chat.api.auth import CLOSE_SESSION_ENDED, credentials_revocation, revocatio
 from chat.api.follow import run_follow
 from chat.api.revocation import user_group
 from chat.conf import chat_settings
-from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, FrameError, error_event, parse_frame
+from chat.events import ChatApprove, ChatCancel, ChatResume, ChatSend, ChatToolResult, FrameError, error_event, parse_frame
 from chat.events.errors import CredentialsRevoked, ServiceError
 from chat.infra import metrics
 from chat.infra.logs import Throttled
 from chat.infra.redis_client import receive_timed_out
 from chat.quotas.limits import limiter
 from chat.runs import manager
+
+CLOSE_GOING_AWAY = 1001  # what a browser closes a page's sockets with when the page is left
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +92,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             "chat.cancel": self.on_cancel,
             "chat.resume": self.on_resume,
             "chat.approve": self.on_approve,
+            "chat.tool_result": self.on_tool_result,
         }
+        self.tab_ids: set[str] = set()  # the tabs that sent turns here: their frontend tool calls end if the page goes
         session = self.scope.get("session")
         self.session_key = session.session_key if self.scope.get("auth") == "session" and session is not None and session.session_key else None
         self.token = self.scope.get("token") if self.scope.get("auth") == "token" else None
@@ -136,6 +140,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """Release the socket, stop its tasks, leave its groups."""
         await self._release_socket()
         self._stop_tasks()
+        if code == CLOSE_GOING_AWAY and getattr(self, "tab_ids", None):  # the page was left (a lost network closes with 1006)
+            try:
+                await services.tab_left(user=self.user, tab_ids=self.tab_ids)
+            except Exception:  # the calls still end when the run stops waiting
+                log.warning("could not end the frontend tool calls of a page that was left", exc_info=True)
         if self.channel_layer is not None:
             for group in getattr(self, "groups_joined", []):
                 try:
@@ -182,6 +191,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except CredentialsRevoked as revoked:
             await self._close_revoked(revoked.code)
             return
+        if frame.client_tools and frame.tab_id:
+            self.tab_ids.add(frame.tab_id)
         self._follow(started.run_id, 0)
 
     async def on_resume(self, frame: ChatResume) -> None:
@@ -196,6 +207,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def on_approve(self, frame: ChatApprove) -> None:
         """chat.approve: answer the run's tool approval."""
         await services.approval_answer(user=self.user, run_id=frame.run_id, tool_use_id=frame.tool_use_id, approved=frame.approved)
+
+    async def on_tool_result(self, frame: ChatToolResult) -> None:
+        """chat.tool_result: the tab's answer to a frontend tool call of the run."""
+        await services.tab_answer(user=self.user, run_id=frame.run_id, answer=frame)
 
     # ---- streaming -------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Run control over HTTP: cancel a run, answer its tool approval (the twins of chat.cancel and chat.approve)."""
+"""Run control over HTTP: cancel a run, answer its tool approval or a frontend tool call (the twins of chat.cancel,
+chat.approve and chat.tool_result)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -6,6 +7,7 @@ from typing import TYPE_CHECKING
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 from drf_spectacular.utils import inline_serializer
+from pydantic import ValidationError
 from rest_framework import serializers
 
 from chat import services
@@ -15,7 +17,7 @@ from chat.api.errors import error, error_response
 from chat.api.openapi import described, error_responses
 from chat.api.stream import RUN_ID
 from chat.conf import chat_settings
-from chat.events import FrameError
+from chat.events import FrameError, ToolResultBody
 from chat.events.client import ClientJSONError, client_json
 
 if TYPE_CHECKING:
@@ -56,3 +58,26 @@ async def run_approve(request: HttpRequest, user: User, run_id: str) -> HttpResp
         return error("bad_frame", "body must be {tool_use_id: str, approved: bool}")
     await services.approval_answer(user=user, run_id=run_id, tool_use_id=tool_use_id, approved=approved)
     return JsonResponse({"ok": True})
+
+
+@described(methods=["POST"], summary="Answer a client_tool_call (the tab that started the run)", tags=["chat"], parameters=[RUN_ID],
+           request=ToolResultBody, responses={202: inline_serializer("ToolResultAccepted", {"status": serializers.CharField()}),
+                                              **error_responses("bad_json", "bad_frame", "not_found")})
+@require_POST
+@endpoint
+async def run_tool_result(request: HttpRequest, user: User, run_id: str) -> HttpResponse:
+    """POST /api/chat/runs/<id>/tool_result {tool_use_id, tab_id, output, is_error?, payload?, state?}: the HTTP twin of
+    chat.tool_result (the tray sends it when its page is left while a call runs)."""
+    raw = body(request)
+    if isinstance(raw, FrameError):
+        return error_response(raw)
+    try:
+        data = client_json(raw or b"{}", chat_settings.CHAT_MAX_FRAME_BYTES, what="body")
+        answer = ToolResultBody.model_validate(data)
+    except ClientJSONError as exc:
+        return error_response(exc.error)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return error("bad_frame", f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg', 'invalid')}"[:300])
+    await services.tab_answer(user=user, run_id=run_id, answer=answer)
+    return JsonResponse({"status": "accepted"}, status=202)

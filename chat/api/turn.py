@@ -35,12 +35,15 @@ class ChatView(Authenticated, ErrorMapped, APIView):
     @operation(summary="One turn, answered when it ends", tags=["chat"], request={"application/json": CHAT_SEND_BODY}, responses={
         200: OpenApiResponse(CompletePayload, description="The final `complete` event's payload."),
         **error_responses(*SEND_ERRORS, "cancelled", "interrupted", "internal", "provider_error", "provider_unavailable",
-                          "overloaded", "timeout", "bad_request", "auth_error"),
+                          "overloaded", "timeout", "bad_request", "auth_error", "streaming_required"),
     })
     def post(self, request: Request) -> HttpResponse:
         frame = send_frame(body(request._request))
         if isinstance(frame, FrameError):
             return error_response(frame)
+        if frame.client_tools:  # their calls need a stream to reach the tab and come back
+            return error_response(error_event("streaming_required", "client_tools need a streaming transport: the websocket or "
+                                              "POST /api/chat/stream (SSE)"))
         return async_to_sync(turn_to_completion)(request.user, frame)
 
 

@@ -5,7 +5,7 @@ import json
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from chat.events.base import Frame
 from chat.events.server import FrameError, error_event
@@ -31,6 +31,23 @@ class HistoryItem(ClientFrameModel):
     role: Literal["user", "assistant"]
     content: str = Field(max_length=100_000)
     timestamp: str | None = None
+
+
+CLIENT_TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"  # what the model APIs accept as a tool name
+MAX_CLIENT_TOOLS = 16
+MAX_STATE_BYTES = 16_384  # the page's state and a tool's payload, as JSON
+MAX_CLIENT_TOOL_OUTPUT = 20_000  # what a frontend tool may return (the agent loop's bound for any tool's output)
+
+
+class ClientToolSpec(ClientFrameModel):
+    """A tool the sending tab runs itself (a frontend tool registered with `pagechat.registerTool`)."""
+
+    name: str = Field(pattern=CLIENT_TOOL_NAME)
+    title: str | None = Field(default=None, min_length=1, max_length=80, description="What people read for it (\"Switch tab\").")
+    description: str = Field(default="", max_length=1000)
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}},
+                                       description="A JSON Schema object for its input (at most 8 KB as JSON).")
+    requires_approval: bool = False
 
 
 class ChatSend(ClientFrameModel):
@@ -61,6 +78,35 @@ class ChatSend(ClientFrameModel):
         "Addition to v1: the user's language as a BCP 47 tag (`de`, `pt-BR`; the tray sends its page's language). The "
         "model is told to answer in it. Without it the model is told nothing about the language."
     ))
+    tab_id: str | None = Field(default=None, min_length=1, max_length=64, description=(
+        "Addition to v1: the sending tab's own id (random, one per page load). A `client_tool_call` of the run names "
+        "it: only that tab runs the call."
+    ))
+    client_tools: list[ClientToolSpec] | None = Field(default=None, max_length=MAX_CLIENT_TOOLS, description=(
+        "Addition to v1: tools the sending tab runs itself, offered to the model with the page's for this turn (a "
+        "page's tool of the same name wins). Needs `tab_id` and a streaming transport (websocket, SSE): POST /api/chat "
+        "refuses them with `streaming_required`."
+    ))
+    state: dict[str, Any] | None = Field(default=None, description=(
+        "Addition to v1: the page's shared state (at most 16 KB as JSON). The model reads it as data; a tool that "
+        "changes it sends a `state` event."
+    ))
+
+    @model_validator(mode="after")
+    def _client_tools_valid(self) -> ChatSend:
+        if self.client_tools:
+            if self.tab_id is None:
+                raise ValueError("client_tools need tab_id")
+            names = [t.name for t in self.client_tools]
+            if len(set(names)) != len(names):
+                raise ValueError("client_tools names must be unique")
+            for tool in self.client_tools:
+                problem = json_schema_problem(tool.parameters)
+                if problem:
+                    raise ValueError(f"client_tools[{tool.name}].parameters: {problem}")
+        if self.state is not None and len(json.dumps(self.state)) > MAX_STATE_BYTES:
+            raise ValueError(f"state is larger than {MAX_STATE_BYTES} bytes as JSON")
+        return self
 
 
 class ChatCancel(ClientFrameModel):
@@ -87,10 +133,72 @@ class ChatApprove(ClientFrameModel):
     approved: bool
 
 
-CLIENT_FRAMES: tuple[type[Frame], ...] = (ChatSend, ChatCancel, ChatResume, ChatApprove)
-ClientFrame = Annotated[ChatSend | ChatCancel | ChatResume | ChatApprove, Field(discriminator="type")]
+def _answer_bounded(answer: Any) -> Any:
+    """A tab's answer's payload and state are at most MAX_STATE_BYTES as JSON."""
+    for name in ("payload", "state"):
+        value = getattr(answer, name)
+        if value is not None and len(json.dumps(value)) > MAX_STATE_BYTES:
+            raise ValueError(f"{name} is larger than {MAX_STATE_BYTES} bytes as JSON")
+    return answer
+
+
+# the fields of a tab's answer, in the frame and in the HTTP twin's body
+ToolUseId = Annotated[str, Field(min_length=1, max_length=128)]
+TabId = Annotated[str, Field(min_length=1, max_length=64)]
+ToolOutput = Annotated[str, Field(max_length=MAX_CLIENT_TOOL_OUTPUT, description="What the model reads as the tool's result (untrusted text).")]
+AnswerPayload = Annotated[dict[str, Any] | None, Field(description="A custom payload card for the answer (at most 16 KB as JSON).")]
+AnswerState = Annotated[dict[str, Any] | None, Field(description="The page's state after the tool ran, when it changed (at most 16 KB).")]
+
+
+class ChatToolResult(ClientFrameModel):
+    """Addition to v1: answer a `client_tool_call` (only the tab it names, once)."""
+
+    type: Literal["chat.tool_result"]
+    run_id: str = Field(min_length=1, max_length=64)
+    tool_use_id: ToolUseId
+    tab_id: TabId
+    output: ToolOutput
+    is_error: bool = False
+    payload: AnswerPayload = None
+    state: AnswerState = None
+
+    _bounded = model_validator(mode="after")(_answer_bounded)
+
+
+class ToolResultBody(ClientFrameModel):
+    """The answer of a tab to a `client_tool_call` (the body of POST /api/chat/runs/<id>/tool_result): `chat.tool_result`
+    without `type` and `run_id`."""
+
+    tool_use_id: ToolUseId
+    tab_id: TabId
+    output: ToolOutput
+    is_error: bool = False
+    payload: AnswerPayload = None
+    state: AnswerState = None
+
+    _bounded = model_validator(mode="after")(_answer_bounded)
+
+
+CLIENT_FRAMES: tuple[type[Frame], ...] = (ChatSend, ChatCancel, ChatResume, ChatApprove, ChatToolResult)
+ClientFrame = Annotated[ChatSend | ChatCancel | ChatResume | ChatApprove | ChatToolResult, Field(discriminator="type")]
 client_frame_adapter: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
-CLIENT_FRAME_TYPES: frozenset[str] = frozenset({"chat.send", "chat.cancel", "chat.resume", "chat.approve"})
+CLIENT_FRAME_TYPES: frozenset[str] = frozenset({"chat.send", "chat.cancel", "chat.resume", "chat.approve", "chat.tool_result"})
+
+
+def json_schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why `schema` cannot be a tool's input schema (too large, not a valid JSON Schema, not an object), or None."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if len(json.dumps(schema)) > 8192:
+        return "larger than 8192 bytes as JSON"
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return f"not a JSON Schema ({exc.message[:120]})"
+    if schema.get("type", "object") != "object":
+        return "must describe an object"
+    return None
 
 
 # ---- reading client frames ----------------------------------------------------------------------

@@ -11,7 +11,7 @@ ErrorCode = Literal[
     # a frame or request the server could not take
     "bad_json", "bad_frame", "unknown_type", "too_large", "unauthorized", "unsupported_type",
     # refusals of a valid request
-    "busy", "not_found", "rate_limited", "action_rejected", "forbidden", "budget_exceeded",
+    "busy", "not_found", "rate_limited", "action_rejected", "forbidden", "budget_exceeded", "streaming_required",
     # following a run
     "resync",
     # how a run ended, when not with `complete`
@@ -42,6 +42,8 @@ ERRORS: dict[ErrorCode, ErrorInfo] = {
     "budget_exceeded": ErrorInfo(429, "The user's daily token or cost budget (CHAT_DAILY_*_BUDGET) is used up until midnight UTC."),
     "action_rejected": ErrorInfo(403, "The server action's token is missing, expired, altered, used or not for this page."),
     "forbidden": ErrorInfo(403, "The user lacks a permission or group this page or server action requires (see docs/permissions.md)."),
+    "streaming_required": ErrorInfo(400, "The turn offers frontend tools (`client_tools`), whose calls only a streaming transport "
+                                         "(websocket, SSE) can carry: POST /api/chat refuses it."),
     "resync": ErrorInfo(410, "The events asked for are no longer retained: reload the conversation over REST."),
     "cancelled": ErrorInfo(409, "The run was cancelled (only as the body of POST /api/chat; streams send `cancelled`)."),
     "interrupted": ErrorInfo(502, "The server process running the turn stopped; the partial answer was saved."),

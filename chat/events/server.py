@@ -117,6 +117,39 @@ class ToolApprovalEvent(RunEvent):
                          fields=fields).model_dump_json()
 
 
+class ClientToolCallEvent(RunEvent):
+    """Addition to v1: the model called one of the tools the sending tab offered (`chat.send.client_tools`): that tab
+    alone runs it and answers with `chat.tool_result` (or POST .../tool_result) within `timeout_ms`."""
+
+    type: Literal["client_tool_call"] = "client_tool_call"
+    tool: str
+    input: dict[str, Any]
+    tool_use_id: str
+    tab_id: str = Field(description="The `tab_id` of the `chat.send` that started the run: only the tab with that id runs the call; "
+                                    "other tabs and followers show the card only.")
+    timeout_ms: int = Field(ge=0, description="How long the run waits for the answer; then the model is told the page did not answer.")
+    title: str | None = Field(default=None, exclude_if=omit_none, description=TOOL_TITLE)
+
+    @classmethod
+    def wire(cls, env: Envelope, seq: int, *, tool: str, input: dict[str, Any], tool_use_id: str, tab_id: str, timeout_ms: int,
+             title: str | None = None) -> str:
+        return cls.build(env, seq, tool=tool, input=input, tool_use_id=tool_use_id, tab_id=tab_id, timeout_ms=timeout_ms,
+                         title=title).model_dump_json()
+
+
+class StateEvent(RunEvent):
+    """Addition to v1: the page's shared state (`chat.send.state`) changed during the run (a tool changed it): `state` is
+    the whole new state, `delta` the RFC 6902 JSON Patch from the previous one. The page applies it."""
+
+    type: Literal["state"] = "state"
+    state: dict[str, Any]
+    delta: list[dict[str, Any]] = Field(description="RFC 6902 JSON Patch operations (`op`, `path`, `value`, `from`) from the previous state.")
+
+    @classmethod
+    def wire(cls, env: Envelope, seq: int, *, state: dict[str, Any], delta: list[dict[str, Any]]) -> str:
+        return cls.build(env, seq, state=state, delta=delta).model_dump_json()
+
+
 class ErrorEvent(RunEvent):
     """Terminal: the run failed (or was interrupted); what was streamed is saved."""
 
@@ -159,7 +192,7 @@ class FrameError(Frame):
 
 RUN_EVENTS: tuple[type[RunEvent], ...] = (
     StatusEvent, TextDeltaEvent, ToolStartEvent, ToolProgressEvent, ToolCompleteEvent, ToolApprovalEvent,
-    CompleteEvent, ErrorEvent, CancelledEvent,
+    ClientToolCallEvent, StateEvent, CompleteEvent, ErrorEvent, CancelledEvent,
 )
 SERVER_EVENTS: tuple[type[Frame], ...] = (*RUN_EVENTS, FrameError)
 assert {m.model_fields["type"].default for m in RUN_EVENTS if m.terminal} == TERMINAL_TYPES

@@ -109,6 +109,22 @@ class PendingApproval(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "tool_use_id"], name="unique_approval_per_tool_use")]
 
 
+class ClientToolWait(models.Model):
+    """A frontend tool call waiting for the tab that started the run (`tab_id`); answered exactly once, by that tab, by
+    the page leaving, or by the run when it stops waiting. `result` is {output, is_error, payload, state}."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="client_tool_waits")
+    tool_use_id = models.CharField(max_length=128)
+    tool_name = models.CharField(max_length=100)
+    tab_id = models.CharField(max_length=64)
+    result = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "tool_use_id"], name="unique_client_tool_wait_per_tool_use")]
+
+
 class UsedActionToken(models.Model):
     """Server-action tokens already spent; a replay finds its row and is refused."""
 

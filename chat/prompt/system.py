@@ -65,6 +65,7 @@ class PromptInput:
     custom_instructions: str = ""
     user_preferences: str = ""  # the user's own standing instructions (UserPreferences): their words, sent as data
     language: str | None = None  # the user's language (a BCP 47 tag, e.g. the tray's page language); None: not known
+    page_state: Mapping[str, Any] | None = None  # the page's shared state (chat.send.state): the page's data, untrusted
 
     @property
     def error(self) -> dict[str, str] | None:
@@ -115,6 +116,8 @@ def system_prompt_build(p: PromptInput) -> str:
     shown = {k: v for k, v in p.request_context.items() if k not in ("csrf_token",) and not (k == "error" and error)}
     if shown:
         ctx_lines.append("Request context:\n" + as_data("request_context", _compact(shown, 2000)))
+    if p.page_state:  # what the page's script published (it may hold what anyone typed): data
+        ctx_lines.append("Page state (tools may change it):\n" + as_data("page_state", _compact(dict(p.page_state), 4000)))
     if p.page_title.strip():  # the page's own registration: trusted, one line
         ctx_lines.append(f"Page title: {' '.join(p.page_title.split())}")
     if p.tab_title.strip():  # the page's registration too: the tab named as people read it, not its key

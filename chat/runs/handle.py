@@ -29,7 +29,7 @@ class RunHandle:
     """A run's events (seq = index + 1), kept in memory for followers here and copied in order to a shared log."""
 
     __slots__ = (
-        "run_id", "conversation_id", "user_id", "envelope", "events", "done", "_changed", "task", "approvals",
+        "run_id", "conversation_id", "user_id", "envelope", "events", "done", "_changed", "task", "approvals", "tab_answers",
         "cancel_requested", "interrupting", "finishing", "created", "finished_at", "_log", "_log_wanted", "_writer",
         "_written", "_rewrite", "_log_changed", "_unwritten_since", "_retry", "base", "bytes", "max_events", "max_bytes",
     )
@@ -51,6 +51,7 @@ class RunHandle:
         self._changed: asyncio.Future[None] | None = None  # created only while a follower waits
         self.task: asyncio.Task[Any] | None = None
         self.approvals: dict[str, asyncio.Future[bool]] = {}
+        self.tab_answers: dict[str, asyncio.Future[dict[str, Any]]] = {}  # frontend tool calls waiting for the tab
         self.cancel_requested = False
         self.interrupting = False  # set by a graceful shutdown: the run ends `interrupted`, not `cancelled`
         self.finishing = False  # saving its result: a cancel now would contradict what is being saved

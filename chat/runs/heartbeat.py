@@ -66,6 +66,7 @@ class RunHeartbeat:
         if await HEARTBEAT.run(store.runs_heartbeat)(run_ids=self.running_ids(), process_id=PROCESS_ID):
             await self._close_swept()
         await self._poll_approvals()
+        await self._poll_tab_answers()
         shared = self.shared_log()
         if shared is not None:
             failed: BaseException | None = None
@@ -115,6 +116,15 @@ class RunHeartbeat:
     async def _poll_cancels(self, shared: RunLog) -> None:
         for run_id in await shared.cancel_requested(self.running_ids()):
             await self.cancel(run_id)
+
+    async def _poll_tab_answers(self) -> None:
+        waiting = {(h.run_id, tid): fut for h in self._running_handles() for tid, fut in h.tab_answers.items() if not fut.done()}
+        if not waiting:
+            return
+        for run_id, tool_use_id, result in await HEARTBEAT.run(store.tab_answers_given)(run_ids={rid for rid, _ in waiting}):
+            fut = waiting.get((run_id, tool_use_id))
+            if fut is not None and not fut.done():
+                fut.set_result(result)
 
     async def _poll_approvals(self) -> None:
         waiting = {(h.run_id, tid): fut for h in self._running_handles() for tid, fut in h.approvals.items() if not fut.done()}

@@ -58,7 +58,7 @@ class RunManager(RunHeartbeat):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._log: RunLog | None = None
         self._background: asyncio.Task[Any] | None = None
-        self._doorbell = Doorbell({"run.cancel": self._on_cancel, "run.approve": self._on_approve})
+        self._doorbell = Doorbell({"run.cancel": self._on_cancel, "run.approve": self._on_approve, "run.tab_answer": self._on_tab_answer})
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sigterm = SigtermChain()
         self.stopping = False
@@ -274,6 +274,17 @@ class RunManager(RunHeartbeat):
         # the answer is in the database; the owner also finds it there on its heartbeat
         await self._doorbell.ring(run_id, {"type": "run.approve", "run_id": run_id, "tool_use_id": tool_use_id, "approved": approved})
 
+    async def deliver_tab_answer(self, run_id: str, tool_use_id: str, result: dict[str, Any]) -> None:
+        """Hand a tab's (already recorded) answer to a frontend tool call to the process running the turn."""
+        handle = self.handles.get(run_id)
+        if handle is not None:
+            fut = handle.tab_answers.get(tool_use_id)
+            if fut is not None and not fut.done():
+                fut.set_result(result)
+            return
+        # the answer is in the database; the owner also finds it there on its heartbeat
+        await self._doorbell.ring(run_id, {"type": "run.tab_answer", "run_id": run_id, "tool_use_id": tool_use_id, "result": result})
+
     async def listen_for(self, run_id: str) -> None:
         """Receive the run's cancel/approve messages sent from other processes."""
         await self._doorbell.listen(run_id, self._spawn)
@@ -285,6 +296,10 @@ class RunManager(RunHeartbeat):
     async def _on_approve(self, message: dict[str, Any]) -> None:
         if message["run_id"] in self.handles:
             await self.deliver_approval(message["run_id"], message["tool_use_id"], message["approved"])
+
+    async def _on_tab_answer(self, message: dict[str, Any]) -> None:
+        if message["run_id"] in self.handles:
+            await self.deliver_tab_answer(message["run_id"], message["tool_use_id"], message["result"])
 
     # ---- heartbeat + sweep -----------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from chat.conf import chat_settings
 from chat.events import CancelledEvent, CompleteEvent, Envelope, ErrorEvent, RunEvent, complete_payload_build, error_event
 from chat.events.errors import NotFound, error_code
-from chat.models import Message, PendingApproval, Run, ToolCall
+from chat.models import ClientToolWait, Message, PendingApproval, Run, ToolCall
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -107,6 +107,12 @@ def approvals_answered(*, run_ids: set[str]) -> list[tuple[str, str, bool]]:
     """(run_id, tool_use_id, approved) of answered approvals of these runs."""
     rows = PendingApproval.objects.filter(run_id__in=run_ids, approved__isnull=False)
     return [(str(r), t, bool(a)) for r, t, a in rows.values_list("run_id", "tool_use_id", "approved")]
+
+
+def tab_answers_given(*, run_ids: set[str]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(run_id, tool_use_id, result) of the answered frontend tool calls of these runs."""
+    rows = ClientToolWait.objects.filter(run_id__in=run_ids, answered_at__isnull=False)
+    return [(str(r), t, res or {}) for r, t, res in rows.values_list("run_id", "tool_use_id", "result")]
 
 
 def run_closing_event(*, run_id: str) -> RunEvent | None:

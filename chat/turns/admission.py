@@ -33,7 +33,7 @@ from chat.models import Conversation, Message, Run, UsedActionToken, action_stat
 from chat.providers.base import Provider
 from chat.runs import PROCESS_ID, manager
 from chat.runs.store import runs_sweep
-from chat.turns.clients import NO_EXTRAS, TurnExtras
+from chat.turns.clients import NO_EXTRAS, ClientTool, TurnExtras
 from chat.turns.gate import Admission, TurnStarted, admitted, running_count
 from chat.turns.observer import model_recorded
 from chat.turns.persistence import TurnRecord, assistant_message_create
@@ -70,7 +70,8 @@ async def turn_start(*, user: User, frame: ChatSend, extras: TurnExtras = NO_EXT
         if not 0 < frame.conversation_id < 2**63:
             raise NotFound("conversation not found")
         return await turn_regenerate(user=user, conversation_id=frame.conversation_id, context=frame.context or None,
-                                     client_message_id=frame.client_message_id, language=frame.language)
+                                     client_message_id=frame.client_message_id, language=frame.language,
+                                     tab=frame.model_dump(include={"tab_id", "client_tools", "state"}, exclude_none=True))
     if len(frame.message) > chat_settings.CHAT_MAX_MESSAGE_CHARS:
         raise BadRequest(f"message is longer than {chat_settings.CHAT_MAX_MESSAGE_CHARS} characters", code="too_large")
     if frame.conversation_id is not None and not 0 < frame.conversation_id < 2**63:
@@ -142,12 +143,13 @@ def _resend_sql(alias: str, in_conversation: bool, in_thread: bool) -> str:
 
 
 async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str, Any] | None = None,
-                          message_id: int | None = None, client_message_id: str | None = None, language: str | None = None) -> TurnStarted:
+                          message_id: int | None = None, client_message_id: str | None = None, language: str | None = None,
+                          tab: dict[str, Any] | None = None) -> TurnStarted:
     """Answer the conversation's last user message again: its last answer is deleted and a new run starts.
 
     `message_id`, when given, must be that last answer (a client regenerating something else is refused).
     `client_message_id`, when given (chat.send's `replace_last`), makes a resend start nothing new: the question
-    takes that id, so the resend finds this run."""
+    takes that id, so the resend finds this run. `tab`: the sending tab's `tab_id`, `client_tools` and `state`."""
     async def resent() -> TurnStarted | None:
         if not client_message_id:
             return None
@@ -158,7 +160,7 @@ async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str
 
     async def begin(admission: Admission, provider: Provider) -> TurnStarted:
         started, record, frame = await ADMISSION.run(_regenerate_db)(user, conversation_id, context, message_id, provider, client_message_id,
-                                                                     language, admission)
+                                                                     language, admission, tab)
         admission.start(frame, provider, started, record)
         if chat_settings.CHAT_REDIS_URL:
             await manager.listen_for(started.run_id)
@@ -169,7 +171,7 @@ async def turn_regenerate(*, user: User, conversation_id: int, context: dict[str
 
 def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | None, message_id: int | None,
                    provider: Provider, client_message_id: str | None = None, language: str | None = None,
-                   admission: Admission | None = None) -> tuple[TurnStarted, TurnRecord, ChatSend]:
+                   admission: Admission | None = None, tab: dict[str, Any] | None = None) -> tuple[TurnStarted, TurnRecord, ChatSend]:
     """Store the regenerate's run (the runs in progress counted on `admission`, or on one of its own)."""
     try:
         with transaction.atomic():
@@ -188,7 +190,7 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
                 "context": question.context if context is None else context,
                 # a server action is not run again (its token was spent): the model answers the click instead
                 "interaction_type": "text_input" if question.interaction_type == "action_executed" else question.interaction_type,
-                "language": language,
+                "language": language, **(tab or {}),
             })
             access_verify(user, frame)
             (admission or Admission(user)).running()
@@ -204,7 +206,8 @@ def _regenerate_db(user: User, conversation_id: int, context: dict[str, Any] | N
             answer_id = assistant_message_create(conversation_id=conversation.pk, run_id=str(run.pk))
     except IntegrityError:  # the conversation's one running run
         raise Busy() from None
-    record = TurnRecord(run_id=str(run.pk), conversation_id=conversation.pk, user_message_id=question.pk, assistant_message_id=answer_id)
+    record = TurnRecord(run_id=str(run.pk), conversation_id=conversation.pk, user_message_id=question.pk, assistant_message_id=answer_id,
+                        client_tools=tab_tools_of(frame), tab_id=frame.tab_id)
     return TurnStarted(run_id=str(run.pk), conversation_id=conversation.pk, created=True), record, frame
 
 
@@ -322,8 +325,15 @@ def _turn_insert(user: User, frame: ChatSend, provider: Provider, conversation: 
             action_stat_count(page=page_of(frame).name, action=frame.action_metadata.action_identifier,
                               fields=("clicked", "rejected") if refusal else ("clicked",))
     record = TurnRecord(run_id=run_id, conversation_id=conversation_id, user_message_id=user_message_id, conversation_created=created,
-                        retitle=retitle, assistant_message_id=answer_id, client_tools=extras.client_tools, answered_calls=answered, action_refusal=refusal)
+                        retitle=retitle, assistant_message_id=answer_id, client_tools=extras.client_tools or tab_tools_of(frame),
+                        tab_id=frame.tab_id, answered_calls=answered, action_refusal=refusal)
     return TurnStarted(run_id=run_id, conversation_id=conversation_id, created=True), record
+
+
+def tab_tools_of(frame: ChatSend) -> tuple[ClientTool, ...]:
+    """The frontend tools the sending tab offers (`chat.send.client_tools`), run in that tab while the run waits."""
+    return tuple(ClientTool(name=t.name, description=t.description, parameters=t.parameters, title=t.title,
+                            requires_approval=t.requires_approval, in_tab=True) for t in frame.client_tools or ())
 
 
 def _conversation_owned(user: User, conversation_id: int) -> Conversation | None:

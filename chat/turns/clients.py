@@ -9,11 +9,16 @@ from chat.providers.base import ToolCallRecord
 
 @dataclass(frozen=True)
 class ClientTool:
-    """A tool the client runs itself (AG-UI frontend tool): offered to the model; its call ends the run."""
+    """A tool the client runs itself, offered to the model. An AG-UI or AI SDK client's call ends the run (the client
+    answers in its next request); the tray's (`in_tab`, from `chat.send.client_tools`) runs in the sending tab while the
+    run waits for its answer."""
 
     name: str
     description: str
     parameters: dict[str, Any]
+    title: str | None = None
+    requires_approval: bool = False
+    in_tab: bool = False
 
 
 @dataclass(frozen=True)

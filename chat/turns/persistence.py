@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from chat.events.errors import ErrorCode
 from chat.infra.rows import row_create, row_update
-from chat.models import Conversation, Message, PendingApproval, Run, ToolCall, action_stat_count
+from chat.models import ClientToolWait, Conversation, Message, PendingApproval, Run, ToolCall, action_stat_count
 from chat.prompt.history import plain_answer_messages
 from chat.turns.clients import AnsweredCall, ClientTool
 
@@ -37,7 +37,8 @@ class TurnRecord:
     retitle: bool = False  # an edit of the conversation's first question: its title is generated again after the answer
     action_refusal: str | None = None  # a server action that is answered with this reason instead of run
     started: float = field(default_factory=time.perf_counter)
-    client_tools: tuple[ClientTool, ...] = ()  # offered to the model; a call to one ends the run
+    client_tools: tuple[ClientTool, ...] = ()  # offered to the model (a standard client's end the run; the tab's run there)
+    tab_id: str | None = None  # the sending tab (chat.send.tab_id): the only one that runs the turn's frontend tool calls
     answered_calls: list[AnsweredCall] = field(default_factory=list)  # the client's answers this run continues from
     tools_started: bool = False  # a tool call of this run was recorded as started (only then can one be left open)
 
@@ -114,6 +115,21 @@ def tool_call_started(*, run_id: str, index: int, tool_use_id: str, name: str, t
 def approval_record(*, run_id: str, tool_use_id: str, tool_name: str, tool_input: dict[str, Any]) -> None:
     """The pending approval the user's answer is written into (the owner polls it if the doorbell is lost)."""
     PendingApproval.objects.get_or_create(run_id=run_id, tool_use_id=tool_use_id, defaults={"tool_name": tool_name, "input": tool_input})
+
+
+def tab_wait_record(*, run_id: str, tool_use_id: str, tool_name: str, tab_id: str) -> None:
+    """The frontend tool call the tab's answer is written into (the owner polls it if the doorbell is lost)."""
+    ClientToolWait.objects.get_or_create(run_id=run_id, tool_use_id=tool_use_id, defaults={"tool_name": tool_name, "tab_id": tab_id})
+
+
+def tab_wait_close(*, run_id: str, tool_use_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    """Answer the call with `result` (the run stops waiting) unless it was answered meanwhile; the answer that stands."""
+    with transaction.atomic():
+        if ClientToolWait.objects.filter(run_id=run_id, tool_use_id=tool_use_id, answered_at__isnull=True).update(
+                result=result, answered_at=timezone.now()):
+            return result
+        stored = ClientToolWait.objects.filter(run_id=run_id, tool_use_id=tool_use_id).values_list("result", flat=True).first()
+        return stored or result
 
 
 def turn_persist(*, record: TurnRecord, outcome: TurnOutcome) -> None:

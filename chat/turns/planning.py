@@ -77,10 +77,14 @@ def turn_plan_build(*, user: User, conversation_id: int, frame: ChatSend, upto_m
     tools, withheld = _tools(page, context, access)
     actions = [a for a in page.server_actions if server_action_denied(access, a) is None]
     actions_withheld = {a.action: reason for a in page.server_actions if (reason := server_action_denied(access, a))}
+    client_titles: dict[str, str] = {}
     for ct in client_tools:  # a server tool of the same name wins: the client cannot replace what the page offers
+        if ct.name not in tools and ct.title:
+            client_titles[ct.name] = ct.title
         tools.setdefault(ct.name, AgentTool(name=ct.name, description=ct.description, input_schema=ct.parameters,
-                                            executor=_client_runs_it, client_side=True))
-    titles = {name: tool_title(name) for name in tools}
+                                            executor=_client_runs_it, client_side=not ct.in_tab, in_tab=ct.in_tab,
+                                            requires_approval=ct.requires_approval))
+    titles = {name: client_titles.get(name) or tool_title(name) for name in tools}
     payload_specs = [p for p in payload_registry.all() if p.is_global] + [
         p for name in page.payload_types(context) if (p := payload_registry.get(name)) is not None
     ]
@@ -104,6 +108,7 @@ def turn_plan_build(*, user: User, conversation_id: int, frame: ChatSend, upto_m
         custom_instructions=page.custom_instructions,
         user_preferences=selectors.preferences_instructions(user_id=user.pk),
         language=frame.language,
+        page_state=frame.state,
     )
     system = system_prompt_build(prompt_input)
     messages = history_build(stored, budget_tokens=chat_settings.CHAT_HISTORY_TOKEN_BUDGET)
@@ -137,7 +142,8 @@ def tool_title(name: str) -> str:
 
 
 def _client_runs_it(tool_input: dict[str, Any], ctx: Any) -> str:
-    """Never called: the loop stops at a client tool's call (the client answers in its next request)."""
+    """Never called: the loop stops at a client tool's call (the client answers in its next request); a tab's tool is
+    given the turn's own executor (chat.turns.tab_tools)."""
     raise RuntimeError("a client tool runs in the client")
 
 

@@ -33,6 +33,7 @@ class TurnToolCalls:
 
     if TYPE_CHECKING:  # the Turn's
         def before_event(self) -> None: ...
+        def state_changed(self) -> None: ...
 
     def on_tool_start(self, ev: AgentToolStart) -> None:
         self.observer.tool_started(tool_use_id=ev.tool_use_id, name=ev.name, arguments=ev.input)
@@ -71,6 +72,7 @@ class TurnToolCalls:
         known = {s["n"] for s in self.sources}
         self.sources += [{**s, "tool_use_id": ev.tool_use_id} for s in r.sources if s.get("n") not in known]
         self.handle.append(ToolCompleteEvent.wire, tool=ev.name, index=ev.index, changes=changes_clean(r.changes))
+        self.state_changed()
 
     async def before_tool(self, tool_use_id: str, name: str, tool_input: dict[str, Any], index: int) -> None:
         """Record the call as started (and the tool_use in the saved history) before it runs: after a crash it is

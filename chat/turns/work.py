@@ -55,6 +55,7 @@ from chat.turns.pipe import TextPipe
 from chat.turns.planning import TurnPlan, turn_plan_build
 from chat.turns.pool import run_sync
 from chat.turns.saving import StreamSaver
+from chat.turns.tab_tools import TurnTabTools
 from chat.turns.tool_calls import TurnToolCalls
 from pages.registry import ServerActionResult
 
@@ -70,7 +71,7 @@ INTERNAL: tuple[ErrorCode, str] = ("internal", "Something went wrong while answe
 LONG_ANSWER = 256 * 1024
 
 
-class Turn(TurnToolCalls):
+class Turn(TurnToolCalls, TurnTabTools):
     """One run's execution state: the model (or a server action), the text pipe, flushes, the final save."""
 
     def __init__(self, handle: RunHandle, user: User, frame: ChatSend, provider: Provider, record: TurnRecord) -> None:
@@ -91,6 +92,7 @@ class Turn(TurnToolCalls):
         self.observer = TurnObserver(provider.name, self.model)  # its metrics and spans
         self.tool_titles: dict[str, str] = {}  # the plan's: tool name -> its title in the turn's language
         self.tool_context: ToolContext | None = None  # what the tools (and their approval sentences) see of the turn
+        self.sent_state: dict[str, Any] = dict(frame.state or {})  # the page's shared state as the page last heard it
         # agent event -> handler; the async ones return their coroutine
         self.handlers: dict[type, Callable[[Any], Any]] = {
             AgentTextDelta: self.on_text,
@@ -205,9 +207,10 @@ class Turn(TurnToolCalls):
         self.tool_context = ctx = ToolContext(
             user=self.user, conversation_id=conversation_id, run_id=self.record.run_id, context=dict(self.frame.context),
             services={"payload_lookup": lambda pid: selectors.payload_get(conversation_id=conversation_id, payload_id=pid)},
+            state=dict(self.sent_state),
         )
         events = run_agent_loop(
-            provider=self.provider, system=plan.system, prompt=plan.prompt, messages=plan.messages, tools=plan.tools,
+            provider=self.provider, system=plan.system, prompt=plan.prompt, messages=plan.messages, tools=self.tab_tools_bind(plan.tools),
             model=chat_settings.CHAT_MODEL, max_tokens=chat_settings.CHAT_MAX_TOKENS, temperature=chat_settings.CHAT_TEMPERATURE,
             max_iterations=chat_settings.CHAT_MAX_ITERATIONS, ctx=ctx, approver=self.approve, state=self.state,
             sync_runner=run_sync, before_tool=self.before_tool,

@@ -18,9 +18,11 @@ from chat.events import (
     RUN_EVENTS,
     SERVER_EVENTS,
     CancelledEvent,
+    ClientToolCallEvent,
     CompleteEvent,
     Envelope,
     ErrorEvent,
+    StateEvent,
     StatusEvent,
     TextDeltaEvent,
     ToolApprovalEvent,
@@ -127,6 +129,9 @@ def _samples() -> Iterator[str]:
     yield ToolProgressEvent.wire(env, 4, tool="calculate", stage="run", message="", progress=0.5, data={"n": 1.5})
     yield ToolApprovalEvent.wire(env, 5, tool="charge", input={}, tool_use_id="toolu_2")
     yield ToolCompleteEvent.wire(env, 6, tool="calculate", index=0)
+    yield ClientToolCallEvent.wire(env, 7, tool="switch_tab", input={"tab": "a"}, tool_use_id="toolu_3", tab_id="t", timeout_ms=30000,
+                                   title="Switch tab")
+    yield StateEvent.wire(env, 8, state={"tab": "a"}, delta=[{"op": "replace", "path": "/tab", "value": "a"}])
     yield CompleteEvent.wire(env, 8, payload=payload)
     yield ErrorEvent.wire(env, 8, code="interrupted")
     yield CancelledEvent.wire(env, 8)
