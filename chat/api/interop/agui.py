@@ -13,6 +13,8 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -78,6 +80,16 @@ def _role(message: Any) -> str:
     return str(getattr(message, "role", ""))
 
 
+def state_of(run_input: RunAgentInput) -> dict[str, Any] | None:
+    """The run's shared state (`state`), an object or nothing; anything else is `bad_frame`."""
+    state = run_input.state
+    if state is None:
+        return None
+    if not isinstance(state, dict):
+        raise BadRequest("state must be a JSON object")
+    return state
+
+
 def turn_input(run_input: RunAgentInput, *, attachments: list[str] | None = None) -> tuple[ChatSend, TurnExtras]:
     """The v1 frame and the extras of one AG-UI run: only the trailing new input counts (the last user message, or
     the trailing `tool` messages answering the last run's frontend tool calls); earlier messages are never used. The
@@ -110,7 +122,7 @@ def turn_input(run_input: RunAgentInput, *, attachments: list[str] | None = None
         tools.append(ClientTool(name=tool.name, description=str(getattr(tool, "description", "") or ""), parameters=params))
     try:
         frame = ChatSend(client_message_id=client_message_id(str(last.id)), message="" if results else _text(getattr(last, "content", "")),
-                         context=context, attachments=None if results else attachments)
+                         context=context, attachments=None if results else attachments, state=state_of(run_input) or None)
     except ValidationError as exc:
         raise BadRequest(f"not a valid message: {exc.errors()[0]['msg']}") from None
     return frame, TurnExtras(thread_id=thread_id, client_tools=tuple(tools), tool_results=tuple(results))
@@ -119,8 +131,9 @@ def turn_input(run_input: RunAgentInput, *, attachments: list[str] | None = None
 class AguiStream:
     """Translates one run's v1 events into AG-UI events, keeping every START matched by its END."""
 
-    def __init__(self, *, thread_id: str, run_id: str, pagechat_run_id: str) -> None:
+    def __init__(self, *, thread_id: str, run_id: str, pagechat_run_id: str, state: dict[str, Any] | None = None) -> None:
         self.thread_id = thread_id
+        self.state = state  # the client's state: echoed as STATE_SNAPSHOT first, its changes follow as STATE_DELTA
         self.run_id = run_id  # the client's runId, echoed
         self.pagechat_run_id = pagechat_run_id
         self.encoder = EventEncoder()
@@ -167,6 +180,8 @@ class AguiStream:
                 ToolCallEndEvent(tool_call_id=ev["tool_use_id"]),
             ]
             return out
+        if kind == "state":  # a tool changed the shared state: the RFC 6902 patch from the last state the client has
+            return [StateDeltaEvent(delta=ev["delta"])]
         if kind in ("tool_progress", "tool_approval"):
             return [CustomEvent(name=f"pagechat.{kind}", value=ev)]
         if kind == "tool_complete":  # v1 carries no output here: the results follow from the complete payload
@@ -190,12 +205,16 @@ class AguiStream:
             return out
         if kind == "cancelled":
             return [*self._text_end(), RunErrorEvent(message="The run was cancelled.", code="cancelled")]
+        if kind == "client_tool_call":  # never here: a standard client's tools end the run instead of being asked for
+            return []
         # `error`: the run's terminal error, or a resync (then the answer is in the conversation over REST)
         return [*self._text_end(), RunErrorEvent(message=str(ev.get("message") or "error"), code=str(ev.get("code") or "internal"))]
 
     async def events(self, *, user: Any) -> AsyncIterator[BaseEvent]:
         """RUN_STARTED, then the translation of every v1 event of the run; nothing after RUN_FINISHED/RUN_ERROR."""
         yield RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id)
+        if self.state is not None:
+            yield StateSnapshotEvent(snapshot=self.state)
         async for ev in run_events(user=user, run_id=self.pagechat_run_id):
             for out in await self.translate(ev):
                 yield out

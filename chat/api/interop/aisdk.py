@@ -150,8 +150,8 @@ class UIMessageStream:
                 {"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": json.dumps(ev["input"])},
                 {"type": "tool-input-available", "toolCallId": call_id, "toolName": ev["tool"], "input": ev["input"], "dynamic": True},
             ]
-        elif kind in ("tool_progress", "tool_approval"):
-            name = "progress" if kind == "tool_progress" else "approval"
+        elif kind in ("tool_progress", "tool_approval", "state"):  # a tool changed the shared state: a data part too
+            name = {"tool_progress": "progress", "tool_approval": "approval", "state": "state"}[kind]
             out.append({"type": f"data-pagechat-{name}", "data": {k: v for k, v in ev.items() if k != "type"}, "transient": True})
         elif kind == "tool_complete":
             if self.started_tool is not None:

@@ -76,7 +76,8 @@ async def agui_run(request: HttpRequest, user: User) -> HttpResponseBase:
     run_input = agui.run_input_parse(_json_body(request))
     started = await turn_start_with_files(user=user, files=agui.inline_files(run_input),
                                           build=lambda ids: agui.turn_input(run_input, attachments=ids))
-    stream = agui.AguiStream(thread_id=run_input.thread_id, run_id=run_input.run_id, pagechat_run_id=started.run_id)
+    stream = agui.AguiStream(thread_id=run_input.thread_id, run_id=run_input.run_id, pagechat_run_id=started.run_id,
+                             state=agui.state_of(run_input))
     return sse_response(cancel_on_close(stream.sse(user=user), user=user, run_id=started.run_id))
 
 
