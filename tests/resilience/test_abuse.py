@@ -212,7 +212,7 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=20,
 )
-frame_types = st.sampled_from(["chat.send", "chat.cancel", "chat.resume", "chat.approve", "websocket.disconnect",
+frame_types = st.sampled_from(["chat.send", "chat.cancel", "chat.resume", "chat.approve", "chat.tool_result", "websocket.disconnect",
                                "session.logout", "run.cancel", "chat_send", "", "CHAT.SEND"])
 frame_like = st.fixed_dictionaries(
     {"type": frame_types},
@@ -222,6 +222,9 @@ frame_like = st.fixed_dictionaries(
         "after_seq": st.integers() | json_values, "tool_use_id": st.text(max_size=10), "approved": json_values,
         "interaction_type": st.sampled_from(["text_input", "action_executed", "nope"]),
         "action_metadata": json_values, "conversation_history": json_values,
+        "tab_id": st.text(max_size=70) | json_values, "client_tools": json_values | st.lists(st.fixed_dictionaries(
+            {"name": st.text(max_size=70)}, optional={"parameters": json_values, "requires_approval": json_values}), max_size=20),
+        "state": json_values, "output": st.text(max_size=30) | json_values, "is_error": json_values, "payload": json_values,
     },
 )
 

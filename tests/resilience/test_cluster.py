@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import websockets
 
-from tests.fakes.anthropic_server import error_mid_stream, overloaded, rate_limited, stall, text_response
+from tests.fakes.anthropic_server import error_mid_stream, overloaded, rate_limited, stall, text_response, tool_use_response
 from tests.protocol import check_wire
 from tests.resilience.cluster import Cluster
 from tests.resilience.invariants import (
@@ -204,6 +204,45 @@ async def test_run_started_on_a_is_followed_and_cancelled_through_b(cluster: Clu
         FIGURES.trial(f"cluster_cancel_via_other_{how}")
         await a.close()
         await b.close()
+
+
+async def test_a_frontend_tool_call_on_a_is_answered_through_b(cluster: Cluster) -> None:
+    """The tab's answer reaches the run's owner from another process (the doorbell, else the heartbeat's poll); the
+    run goes on to its one answer and the tab's result is what the model read."""
+    tool = {"name": "switch_tab", "title": "Switch tab", "description": "Switch the page's tab.",
+            "parameters": {"type": "object", "properties": {"tab": {"type": "string"}}, "required": ["tab"]}}
+    for how in ("ws", "http"):
+        cluster.fake_enqueue(tool_use_response("switch_tab", {"tab": "presentation"}, tool_id=f"toolu_tab_{how}"),
+                             text_response("Switched ", "over there."))
+        a = Client(cluster, "ann", random.Random(1))
+        await a.connect("A")
+        cmid = str(uuid.uuid4())
+        await a.send({"type": "chat.send", "client_message_id": cmid, "message": f"switch tab {how}", "tab_id": "tab-a",
+                      "client_tools": [tool], "state": {"tab": "overview"}})
+        trace = RunTrace()
+        while not (trace.events and trace.events[-1]["type"] == "client_tool_call"):
+            trace.add(await a.recv())
+        call = trace.events[-1]
+        assert call["tab_id"] == "tab-a" and call["input"] == {"tab": "presentation"}
+        answer = {"tool_use_id": call["tool_use_id"], "tab_id": "tab-a", "output": f"switched via {how}", "state": {"tab": "presentation"}}
+        if how == "ws":
+            b = Client(cluster, "ann", random.Random(2))
+            await b.connect("B")
+            await b.send({"type": "chat.tool_result", "run_id": call["run_id"], **answer})
+            await b.close()
+        else:
+            status, body = await cluster.http("B", "POST", f"/api/chat/runs/{call['run_id']}/tool_result", body=answer)
+            assert status == 202, body
+        await a.read_into(trace, 10**6, timeout=15)
+        trace.check()
+        assert trace.terminal is not None and trace.terminal["type"] == "complete"
+        assert [e["type"] for e in trace.events].count("state") == 1
+        history = trace.terminal["payload"]["tool_history"]
+        assert history[0]["tool_name"] == "switch_tab" and history[0]["output"] == f"switched via {how}"
+        _check_all(cluster, [(trace, {})], [(cluster.user_ids["ann"], cmid)])
+        FIGURES.trial(f"cluster_frontend_tool_via_other_{how}")
+        await a.close()
+
 
 
 async def test_killed_owner_is_detected_and_the_conversation_goes_on(cluster: Cluster, seed: int) -> None:
