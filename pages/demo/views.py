@@ -140,6 +140,16 @@ def new_stream(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _tool_fields() -> list[dict[str, str]]:
+    """Every edit tab's form fields, for the page's `fill_field` frontend tool: name, tab, widget id, label (the active
+    language). The tool fills a field of another tab by switching to it first."""
+    return [
+        {"name": name, "tab": tab.key, "id": str(field.widget.attrs.get("id", f"id_{name}")), "label": str(field.label)}
+        for tab in TABS.values()
+        for name, field in tab.form_class.base_fields.items()
+    ]
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def stream_edit(request: HttpRequest, stream_id: int) -> HttpResponse:
@@ -180,6 +190,7 @@ def stream_edit(request: HttpRequest, stream_id: int) -> HttpResponse:
         tabs=list(TABS.values()),
         active_tab=tab,
         form=form,
+        tool_fields=_tool_fields(),
         channels=list(stream.channels.all()),
         report_count=stream.reports.count(),
     )
