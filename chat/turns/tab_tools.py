@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -72,6 +73,6 @@ class TurnTabTools:
         if ctx is None or ctx.state == self.sent_state:
             return
         delta = jsonpatch.make_patch(self.sent_state, ctx.state).patch
-        self.sent_state = dict(ctx.state)
+        self.sent_state = copy.deepcopy(ctx.state)  # not shared: a later edit inside a nested value is a change too
         self.before_event()
         self.handle.append(StateEvent.wire, state=self.sent_state, delta=delta)

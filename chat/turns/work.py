@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import time
 from collections.abc import Callable
@@ -92,7 +93,7 @@ class Turn(TurnToolCalls, TurnTabTools):
         self.observer = TurnObserver(provider.name, self.model)  # its metrics and spans
         self.tool_titles: dict[str, str] = {}  # the plan's: tool name -> its title in the turn's language
         self.tool_context: ToolContext | None = None  # what the tools (and their approval sentences) see of the turn
-        self.sent_state: dict[str, Any] = dict(frame.state or {})  # the page's shared state as the page last heard it
+        self.sent_state: dict[str, Any] = copy.deepcopy(frame.state or {})  # the page's shared state as the page last heard it
         # agent event -> handler; the async ones return their coroutine
         self.handlers: dict[type, Callable[[Any], Any]] = {
             AgentTextDelta: self.on_text,
@@ -207,7 +208,7 @@ class Turn(TurnToolCalls, TurnTabTools):
         self.tool_context = ctx = ToolContext(
             user=self.user, conversation_id=conversation_id, run_id=self.record.run_id, context=dict(self.frame.context),
             services={"payload_lookup": lambda pid: selectors.payload_get(conversation_id=conversation_id, payload_id=pid)},
-            state=dict(self.sent_state),
+            state=copy.deepcopy(self.sent_state),  # a tool may edit it anywhere, nested values included
         )
         events = run_agent_loop(
             provider=self.provider, system=plan.system, prompt=plan.prompt, messages=plan.messages, tools=self.tab_tools_bind(plan.tools),
