@@ -9,7 +9,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from chat.providers.offline.messages import data_body, message_text
-from chat.providers.offline.phrasing import choice_said, join, values_line
+from chat.providers.offline.phrasing import choice_label, choice_said, field_words, join, values_line
 from chat.providers.offline.reading import Reading
 from chat.providers.offline.registry import Reply
 from chat.providers.offline.words import STOPWORDS, norm, subject_words, tokens, words
@@ -144,6 +144,13 @@ def use_tool(r: Reading) -> Reply:
     tool_input, missing = tool_input_build(r, tool)
     if missing:
         title = r.tool_title(tool["name"])
+        wanted = _missing_text(tool, tool_input)
+        choices = [str(v) for v in tool.get("input_schema", {}).get("properties", {}).get(wanted, {}).get("enum", [])]
+        if choices:  # a choice: offered as chips
+            return Reply(join(_("Which %(what)s should “%(tool)s” use?") % {"tool": title, "what": field_words(wanted)}, values_line(
+                [{"label": choice_label(c), "value": f"{title}: {choice_label(c)}"} for c in choices][:8])))
+        if wanted not in SEARCH_TEXTS:  # a value to write, not a subject to look for: ask for it by its name
+            return Reply(_("What should “%(tool)s” use as %(what)s?") % {"tool": title, "what": field_words(wanted)})
         return Reply(join(_("What should I look for with “%(tool)s”?") % {"tool": title}, values_line(
             [{"label": t, "value": f"{title} {t}"} for t in _page_topics(r)][:4])))
     return Reply(_("Let me use “%(tool)s” for that.") % {"tool": r.tool_title(tool["name"])}, (tool["name"], tool_input))
@@ -155,6 +162,15 @@ def _page_topics(r: Reading) -> list[str]:
         if norm(key.lower()) in ("topic", "keyword", "entity"):
             out += [v.strip() for v in re.split(r"[,;]", value) if v.strip()]
     return out
+
+
+SEARCH_TEXTS = frozenset({"query", "q", "search", "topic", "keywords", "term", "terms", "url", "expression"})
+
+
+def _missing_text(tool: dict[str, Any], tool_input: dict[str, Any]) -> str:
+    """The first required text input left empty."""
+    schema = tool.get("input_schema", {})
+    return next((name for name in schema.get("required", []) if tool_input.get(name) == ""), "query")
 
 
 IDENTIFIER = re.compile(r"(id|(^|_)(number|num|no|code|ref|reference|key|sku))$", re.I)
@@ -171,10 +187,19 @@ def tool_input_build(r: Reading, tool: dict[str, Any]) -> tuple[dict[str, Any], 
     numbers = re.findall(r"\b\d+\b", r.user_text)
     out: dict[str, Any] = {}
     missing = False
+    for name, prop in props.items():  # the choices first: the words that named one are not part of a text's value
+        if "enum" in prop:
+            said = choice_said([str(v) for v in prop["enum"]], r.user_text)
+            if said is None and name in required and len(prop["enum"]) > 1 and "default" not in prop:
+                out[name] = ""  # a required choice the words do not make: asked for, never guessed
+                missing = True
+                continue
+            out[name] = said or prop.get("default", prop["enum"][0])
+            own |= words(str(out[name])) | words(choice_label(str(out[name])))
     for name, prop in props.items():
         kind = prop.get("type") or next((t.get("type") for t in prop.get("anyOf", []) if t.get("type") != "null"), "string")
         if "enum" in prop:
-            out[name] = choice_said([str(v) for v in prop["enum"]], r.user_text) or prop["enum"][0]
+            continue
         elif kind == "string":
             if name == "expression":
                 m = re.search(r"[-+*/%().\d\s^]{3,}", r.user_text)
