@@ -17,10 +17,27 @@ from chat.infra.db_threads import RUNS
 from chat.runs import RunHandle
 from chat.turns import persistence
 from chat.turns.persistence import TurnRecord
+from payloads.registry import registry as payload_registry
 
 # what the model reads when the tab gave no answer (the tab's own errors come as it wrote them)
 NO_ANSWER = "Error: the page did not answer within {seconds:g} seconds."
 PAGE_LEFT = "the page was left before the tool finished"
+
+
+def tab_payload(payload: Any) -> tuple[dict[str, Any] | None, str]:
+    """A tab's card as a tool's payload: `{type, data}` of a payload type the site registered, its data valid for that
+    type (the browser's answer is untrusted); else None and why."""
+    if payload is None:
+        return None, ""
+    kind = payload.get("type") if isinstance(payload, dict) else None
+    spec = payload_registry.get(kind) if isinstance(kind, str) else None
+    if spec is None:
+        return None, "not a payload type of this site"
+    try:
+        data = spec.validator().validate(payload.get("data"))
+    except Exception as exc:  # pydantic's and jsonschema's errors alike
+        return None, f"its data is not a valid {kind} ({str(exc)[:120]})"
+    return {"type": kind, "data": data}, ""
 
 
 class TurnTabTools:
@@ -64,7 +81,9 @@ class TurnTabTools:
         is_error = bool(answer.get("is_error"))
         if is_error and not output.startswith("Error:"):
             output = f"Error: {output or 'the tool failed'}"
-        payload = answer.get("payload") if isinstance(answer.get("payload"), dict) and not is_error else None
+        payload, refused = tab_payload(answer.get("payload")) if not is_error else (None, "")
+        if refused:  # the model is told, so it does not speak of a card the person will not see
+            output += f"\n(The card it returned was left out: {refused}.)"
         return ToolResult(output, is_error=is_error, payload=payload)
 
     def state_changed(self) -> None:

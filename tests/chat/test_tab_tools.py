@@ -286,3 +286,38 @@ def test_the_state_reaches_the_prompt_as_data() -> None:
     block = text.split('<data source="page_state">', 1)[1]
     # the page's words cannot close the fence: its first closing tag is the fence's own, after them
     assert block.lower().index("</data>") > block.index("ignore all previous instructions")
+
+
+@pytest.fixture
+def note_card() -> Iterator[None]:
+    from payloads.registry import registry as payloads
+    from payloads.spec import PayloadSpec
+
+    spec = PayloadSpec(type="tab_note", source="tool", is_global=True, description="a note",
+                       schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    payloads.register(spec)
+    yield
+    payloads.unregister("tab_note")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_tabs_card_is_kept_only_when_the_site_knows_its_type_and_its_data_is_valid(user: Any, scripted: Any, note_card: None) -> None:
+    ws, _ = await ws_connect(user)
+    assert ws is not None
+    conversation = None
+    for payload, kept in (({"type": "tab_note", "data": {"text": "hi"}}, True), ({"type": "tab_note", "data": {"text": 7}}, False),
+                          ({"type": "unknown_card", "data": {}}, False)):
+        scripted.enqueue(s.tool_call("switch_tab", {"tab": "overview"}), s.text("ok"))
+        await ws.send(send("switch tab", conversation_id=conversation))
+        call, _seen = await until(ws, "client_tool_call")
+        await ws.send(answer(call, "done", payload=payload))
+        done = (await ws.until_terminal())[-1]
+        conversation = done["conversation_id"]
+        card = done["payload"]["custom_payload"]
+        read = scripted.requests[-1].messages[-1]["content"][0]["content"]
+        if kept:
+            assert card is not None and card["type"] == "tab_note" and card["data"] == {"text": "hi"}
+            assert "left out" not in read
+        else:
+            assert card is None and "The card it returned was left out" in read
+    await ws.close()
