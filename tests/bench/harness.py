@@ -28,11 +28,11 @@ PARAMS: dict[str, dict[str, Any]] = {
     "full": {"seq_turns": 300, "sse_turns": 100, "tput_tokens": 5000, "tput_rounds": 5, "levels": [1, 10, 50, 100],
              "conc_turns": 5, "idle": 1000, "hist_turns": 100, "redis_convs": 10, "redis_turns": 3,
              "peer_tokens": 2000, "peer_rounds": 8, "srv_turns": 100, "srv_tput_tokens": 3000, "srv_rounds": 4,
-             "cap_levels": [10, 25, 50, 100, 150, 200, 300, 400], "cap_seconds": 20, "src_objects": 100_000, "src_rounds": 5},
+             "cap_levels": [10, 25, 50, 100, 150, 200, 300, 400], "cap_seconds": 20, "src_objects": 100_000, "src_rounds": 5, "burst_rounds": 6},
     "quick": {"seq_turns": 100, "sse_turns": 30, "tput_tokens": 3000, "tput_rounds": 2, "levels": [1, 10, 50],
               "conc_turns": 2, "idle": 1000, "hist_turns": 40, "redis_convs": 5, "redis_turns": 2,
               "peer_tokens": 2000, "peer_rounds": 3, "srv_turns": 40, "srv_tput_tokens": 2000, "srv_rounds": 2,
-              "cap_levels": [10, 25, 50, 100, 200], "cap_seconds": 10, "src_objects": 10_000, "src_rounds": 2},
+              "cap_levels": [10, 25, 50, 100, 200], "cap_seconds": 10, "src_objects": 10_000, "src_rounds": 2, "burst_rounds": 3},
 }
 TURN = "bench:tokens=100"  # the standard turn: 100 tokens, instant model
 PACED = "bench:tokens=100,rate=100"  # 100 tokens at 100 tokens/s (a 1 s answer)

@@ -75,6 +75,12 @@ def bars(r: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
     elif s and sv:  # results written before the servers scenario ran the relay on both servers
         bare = s["channels"]["cpu_per_turn_ms"]
         rows.append(("Server CPU per 100-token turn (production configuration) / bare Channels relay", f"{ratio(s['app']['cpu_per_turn_ms'], bare)}x on daphne, {ratio(sv['uvicorn']['sequential']['cpu_per_turn_ms'], bare)}x on uvicorn ({s['app']['cpu_per_turn_ms']} / {sv['uvicorn']['sequential']['cpu_per_turn_ms']} / {bare} ms)", "<= 2x", (ratio(sv['uvicorn']['sequential']['cpu_per_turn_ms'], bare) or 99) <= 2))
+    bu = r.get("burst")
+    if bu:
+        bd, bv = bu["daphne"], bu["uvicorn"]
+        rows.append((f"Burst: {bu['conversations']} conversations send in the same instant, first event p99 from that instant (daphne, one process)",
+                     f"{bd['first_event_p99_ms']} ms (p50 {bd['first_event_p50_ms']}; uvicorn p50 / p99 {bv['first_event_p50_ms']} / {bv['first_event_p99_ms']} ms)",
+                     "<= 100 ms", bd["first_event_p99_ms"] <= 100))
     cap = r.get("capacity")
     if cap:
         rows.append(("Capacity: conversations streaming at 30 tokens/s per process (first-event p99 <= 100 ms, no answer late)", f"{cap['conversations_per_process']} per process, {cap['conversations_per_core']} per core of server CPU", "(reported)", None))
@@ -224,6 +230,16 @@ def markdown(meta: dict[str, Any], r: dict[str, Any]) -> str:
                      f"{x['throughput']['cpu_per_event_us']} us | {x['throughput']['events_per_s_median']} | {x['concurrent_50']['first_event_p99_ms']} ms |")
         q = sv["ratio_uvicorn_daphne"]
         L.append(f"\nuvicorn / daphne: CPU per turn {q['cpu_per_turn']}x, CPU per event {q['cpu_per_event']}x, first-event p99 at 50 concurrent {q['first_event_p99_50']}x.")
+    bu = r.get("burst")
+    if bu:
+        L += ["", f"## A burst: {bu['conversations']} conversations send in the same instant (`{bu['message']}`, {bu['rounds']} rounds; "
+              "the first round starts new conversations, the others go on with them)", "",
+              "Each first event is timed from the burst's instant, before the client writes the first of its frames.", "",
+              "| server | first event p50 / p99 | first text p99 | first event p50 / slowest, by round | failed | server CPU (cores) |", "|---|---|---|---|---|---|"]
+        for name in ("daphne", "uvicorn"):
+            x = bu[name]
+            by_round = ", ".join(f"{q['first_event_p50_ms']} / {q['first_event_max_ms']}" for q in x["per_round"])
+            L.append(f"| {name} | {x['first_event_p50_ms']} / {x['first_event_p99_ms']} ms | {x['first_text_p99_ms']} ms | {by_round} ms | {x['failed']} | {x['server_cpu_share']} |")
     cap = r.get("capacity")
     if cap:
         L += ["", f"## Capacity (`{cap['message']}` answers back to back, {cap['seconds_per_level']} s per level, daphne, SQLite)", "",

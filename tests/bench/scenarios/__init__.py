@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from tests.bench.scenarios import capacity, concurrent, dbwrites, history, idle, peers, redis, sequential, servers, sources, throughput
+from tests.bench.scenarios import burst, capacity, concurrent, dbwrites, history, idle, peers, redis, sequential, servers, sources, throughput
 
 SCENARIOS: dict[str, ModuleType] = {
     "sequential": sequential, "throughput": throughput, "concurrent": concurrent, "idle": idle, "dbwrites": dbwrites,
-    "history": history, "peers": peers, "servers": servers, "capacity": capacity, "redis": redis, "sources": sources,
+    "history": history, "peers": peers, "servers": servers, "burst": burst, "capacity": capacity, "redis": redis, "sources": sources,
 }
 SERVERLESS = ("redis", "sources")  # scenarios that start their own processes, not the shared app server
