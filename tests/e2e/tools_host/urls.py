@@ -24,7 +24,7 @@ PAGE = """{% load chat_tags %}<!doctype html>
 </body></html>"""
 
 # The fault tests' tools (a classic script too): one that throws, one that never answers, one that answers after
-# window.__slowMs (navigate away meanwhile), and each counts its runs in window.__runs (a second tab must run none).
+# window.__slowMs (navigate away meanwhile), one that asks for approval first, and each counts its runs in window.__runs (a second tab must run none).
 FAULTS = """(function () {
   var pagechat = window.pagechat;
   window.__runs = {};
@@ -36,6 +36,10 @@ FAULTS = """(function () {
   pagechat.registerTool({
     name: "wait_forever", title: "Wait forever", description: "Wait for something that never comes.",
     handler: function () { count("wait_forever"); return new Promise(function () {}); },
+  });
+  pagechat.registerTool({
+    name: "paint_wall", title: "Paint wall", description: "Paint the wall (asks the person first).", requiresApproval: true,
+    handler: function () { count("paint_wall"); return "The wall is painted."; },
   });
   pagechat.registerTool({
     name: "count_sheep", title: "Count sheep", description: "Count sheep for a while, then say how many.",
