@@ -174,6 +174,7 @@ def test_host_registered_renderer(page: Page, server: FakeProtocolServer) -> Non
     assert sorted(page.evaluate("Object.keys(window.pagechat)")) == sorted([
         "getContext", "getTray", "onTrayReady", "registerClientAction", "registerPageHandlers",
         "registerPayloadHandler", "registerPayloadRenderer", "setContext", "ICONS",
+        "registerTool", "unregisterTool", "setState", "getState", "onState",  # frontend tools and page state
     ])
     send(page, "chart please")
     panel = page.get_by_role("dialog", name="Host chart")  # a renderer with a title opens the panel
