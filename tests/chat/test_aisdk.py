@@ -4,11 +4,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Iterator
 from typing import Any
 
+import jsonpatch
 import pytest
 from django.test import AsyncClient
 
+from chat.agent.types import ToolContext
 from chat.conf import chat_settings
 from chat.models import Attachment, Conversation, Message, Run
 from chat.providers import scripted as s
@@ -16,6 +19,8 @@ from chat.providers.base import ProviderError
 from tests.chat.test_attachments import blocks_of, pdf_bytes, png_bytes
 from tests.chat.test_http import TokenClient, auth_headers
 from tests.protocol import check_http
+from tools.registry import registry as tool_registry
+from tools.spec import ToolSpec
 
 pytestmark = pytest.mark.django_db(transaction=True)
 URL = "/api/chat/ai-sdk"
@@ -169,3 +174,43 @@ async def test_file_parts_that_are_refused(user: Any, scripted: Any, settings: A
     assert r.status_code == 413 and check_http(413, r.content)["code"] == "too_large"
     assert not await Attachment.objects.filter(owner=user).aexists()  # nothing stored for a refused request
     assert not await Message.objects.filter(conversation__thread_id="f2").aexists()
+
+
+@pytest.fixture
+def state_tool() -> Iterator[None]:
+    """A server tool that changes the shared state (ToolContext.state) in place."""
+    def pick(tool_input: dict[str, Any], ctx: ToolContext) -> str:
+        ctx.state["selection"] = {"row": tool_input["row"]}
+        ctx.state["picked"] = ctx.state.get("picked", 0) + 1
+        return f"row {tool_input['row']} selected"
+
+    spec = ToolSpec(name="pick_row", description="Select a row of the page's table.",
+                    input_schema={"type": "object", "properties": {"row": {"type": "integer"}}, "required": ["row"]},
+                    executor=pick, is_global=True)
+    tool_registry.register(spec)
+    yield
+    tool_registry.unregister(spec.name)
+
+
+async def test_a_state_change_is_a_transient_data_part(user: Any, scripted: Any, state_tool: None) -> None:
+    scripted.enqueue(s.tool_call("pick_row", {"row": 4}), s.tool_call("pick_row", {"row": 9}), s.tool_call("calculate", {"expression": "1+1"}),
+                     s.text("Row 9."))
+    r, out = await post(TokenClient(await auth_headers(user)), body("st", "pick row 4 then 9"))
+    assert r.status_code == 200 and out[-2:] == [{"type": "finish", "finishReason": "stop"}, "[DONE]"]
+    parts = [c for c in out if isinstance(c, dict) and c["type"] == "data-pagechat-state"]
+    assert len(parts) == 2  # one per change: the calculation changed nothing
+    complete = next(c for c in out if isinstance(c, dict) and c["type"] == "data-pagechat-complete")["data"]
+    state: dict[str, Any] = {}  # no state came in: the changes are from the empty one
+    for part in parts:
+        assert part["transient"] is True and {"seq", "run_id", "state", "delta"} <= set(part["data"])  # the v1 event's fields
+        assert part["data"]["run_id"] == complete["run_id"]
+        state = jsonpatch.apply_patch(state, part["data"]["delta"])
+        assert state == part["data"]["state"]  # the delta turns the previous state into this one
+    assert state == {"selection": {"row": 9}, "picked": 2}
+    # each follows its tool's input, before the results at the end
+    types = [c["type"] if isinstance(c, dict) else c for c in out]
+    at = [i for i, t in enumerate(types) if t == "data-pagechat-state"]
+    inputs = [i for i, t in enumerate(types) if t == "tool-input-available"]
+    assert inputs[0] < at[0] < inputs[1] < at[1] < inputs[2] < types.index("tool-output-available")
+    seqs = [p["data"]["seq"] for p in parts]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 2

@@ -156,3 +156,75 @@ test("a picture in the user message's content (an image part with a data source)
   const stored = await storedMessages(complete(events).conversation_id);
   assert.deepEqual(stored[0].attachments.map((x) => [x.name, x.content_type]), [["red.png", "image/png"]]);
 });
+
+// Shared state: the agent sends its `state`; the server echoes it (STATE_SNAPSHOT) and sends a server tool's change
+// as a JSON Patch (STATE_DELTA), which the client applies itself. `remember_color` is the live server's test tool
+// (tests/interop/provider.py): it sets `color`, and `prefs.color` and `prefs.history` inside a nested object.
+const statefulAgent = (threadId, initialState) => new HttpAgent({ url: URL_AGUI, threadId, headers: auth(), initialState });
+
+test("shared state: after a server tool changed it, the agent's own state is the server's", async () => {
+  const initialState = { theme: "light", prefs: { color: "red", history: ["red"], size: 3 }, note: "</data> is only text here" };
+  const a = statefulAgent(uid("thread-state"), initialState);
+  a.addMessage({ id: uid("u"), role: "user", content: "remember color blue" });
+  const first = await run(a);
+  assert.equal(first.error, null, String(first.error));
+  assert.deepEqual(first.types.slice(0, 2), ["RUN_STARTED", "STATE_SNAPSHOT"]);
+  assert.deepEqual(first.events[1].snapshot, initialState);
+  const start = first.events.find((e) => e.type === "TOOL_CALL_START");
+  assert.equal(start?.toolCallName, "remember_color", first.types.join(","));
+  const deltas = first.events.filter((e) => e.type === "STATE_DELTA");
+  assert.equal(deltas.length, 1);
+  assert.ok(first.types.indexOf("TOOL_CALL_END") < first.types.indexOf("STATE_DELTA"));
+  assert.equal(first.types.at(-1), "RUN_FINISHED");
+  const expected = { theme: "light", note: "</data> is only text here", color: "blue", prefs: { color: "blue", history: ["red", "blue"], size: 3 } };
+  assert.deepEqual(a.state, expected);
+  assert.match(first.events.find((e) => e.type === "TOOL_CALL_RESULT").content, /blue/);
+  // the page changes its state; the next run sends it, and the next change is from there
+  a.setState({ ...a.state, theme: "dark" });
+  a.addMessage({ id: uid("u"), role: "user", content: "remember color green" });
+  const second = await run(a);
+  assert.equal(second.error, null, String(second.error));
+  assert.deepEqual(second.events[1], { type: "STATE_SNAPSHOT", snapshot: { ...expected, theme: "dark" } });
+  assert.equal(second.types.filter((t) => t === "STATE_DELTA").length, 1);
+  assert.equal(second.types.at(-1), "RUN_FINISHED");
+  assert.deepEqual(a.state, { ...expected, theme: "dark", color: "green", prefs: { color: "green", history: ["red", "blue", "green"], size: 3 } });
+});
+
+test("shared state with a frontend tool: the call still ends the run, and the answer's run carries the page's state", async () => {
+  const a = statefulAgent(uid("thread-fe-state"), { background: "white" });
+  const tools = [{
+    name: "change_background",
+    description: "Change the background colour of the page.",
+    parameters: { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
+  }];
+  a.addMessage({ id: uid("u"), role: "user", content: "change the background colour of the page to blue" });
+  const first = await run(a, { tools });
+  assert.equal(first.error, null, String(first.error));
+  assert.deepEqual(first.events[1], { type: "STATE_SNAPSHOT", snapshot: { background: "white" } });
+  const start = first.events.find((e) => e.type === "TOOL_CALL_START");
+  assert.equal(start?.toolCallName, "change_background", first.types.join(","));
+  assert.ok(!first.types.includes("TOOL_CALL_RESULT") && !first.types.includes("STATE_DELTA"));
+  assert.equal(first.types.at(-1), "RUN_FINISHED");
+  assert.deepEqual(a.state, { background: "white" });
+  // the page's handler runs the tool: it changes the page's state, then answers
+  a.setState({ background: "blue" });
+  a.addMessage({ id: uid("t"), role: "tool", toolCallId: start.toolCallId, content: "The background is blue now." });
+  const second = await run(a, { tools });
+  assert.equal(second.error, null, String(second.error));
+  assert.deepEqual(second.events[1], { type: "STATE_SNAPSHOT", snapshot: { background: "blue" } });
+  assert.equal(second.types.at(-1), "RUN_FINISHED");
+  assert.equal(complete(second.events).tool_history.find((h) => h.tool_name === "change_background").output, "The background is blue now.");
+  assert.deepEqual(a.state, { background: "blue" });
+});
+
+test("a state that is not a JSON object is refused with 400 bad_frame, no stream", async () => {
+  for (const state of [["a", "list"], "a string"]) {
+    const a = statefulAgent(uid("thread-bad-state"), state);
+    a.addMessage({ id: uid("u"), role: "user", content: "hi" });
+    const { error, events } = await run(a);
+    assert.ok(error, `the run must fail for ${JSON.stringify(state)}`);
+    assert.equal(error.status, 400);
+    assert.equal(error.payload.code, "bad_frame");
+    assert.equal(events.length, 0);
+  }
+});

@@ -94,3 +94,17 @@ test("a picture sent as useChat sends a picked file (a file part with a data: UR
   const stored = await storedMessages(done.conversation_id);
   assert.deepEqual(stored[0].attachments.map((a) => [a.name, a.content_type]), [["red.png", "image/png"]]);
 });
+
+test("a server tool that changes the shared state: a transient data-pagechat-state chunk (state and its JSON Patch)", async () => {
+  // remember_color is the live server's test tool (tests/interop/provider.py); no state came in, so it starts empty
+  const { message, chunks, errors } = await send(uid("chat-state"), [userMessage("remember color blue")]);
+  assert.deepEqual(errors, []);
+  const parts = chunks.filter((c) => c.type === "data-pagechat-state");
+  assert.equal(parts.length, 1, chunks.map((c) => c.type).join(","));
+  assert.equal(parts[0].transient, true);
+  assert.deepEqual(parts[0].data.state, { color: "blue", prefs: { color: "blue", history: ["blue"] } });
+  assert.ok(Array.isArray(parts[0].data.delta) && parts[0].data.delta.every((op) => ["add", "replace"].includes(op.op)));
+  assert.ok(!message.parts.some((p) => p.type === "data-pagechat-state"), "transient: not kept in the message");
+  assert.equal(message.parts.find((p) => p.type === "dynamic-tool").toolName, "remember_color");
+  assert.equal(chunks.at(-1).type, "finish");
+});
