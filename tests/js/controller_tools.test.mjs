@@ -197,6 +197,18 @@ describe("running a call", () => {
     assert.equal(t.sent("chat.tool_result").length, 1);
   });
 
+  test("a call whose run the tray stopped following (a new chat meanwhile) is still answered", async () => {
+    let finish;
+    registerTool({ name: "slow", handler: () => new Promise((resolve) => { finish = resolve; }) });
+    const t = asking();
+    call(t, "slow");
+    await settle();
+    t.tray.endLive();
+    finish("done anyway");
+    await settle();
+    assert.deepEqual(t.sent("chat.tool_result").map((r) => [r.run_id, r.output]), [["run-1", "done anyway"]]);
+  });
+
   test("a not_found for a late answer (the server had ended the call) does not end the run", async () => {
     registerTool({ name: "t", handler: () => "late" });
     const t = asking();

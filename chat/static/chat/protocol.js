@@ -141,14 +141,14 @@ export class ProtocolClient {
   }
 
   /**
-   * Answer a client_tool_call of the followed run (chat.tool_result): sent now, or when the socket is back. Until the
+   * Answer a client_tool_call of a run (chat.tool_result): sent now, or when the socket is back. Until the
    * call's tool_complete arrives, a not_found about the run is the server's refusal of this answer (the call had
    * ended already: timed out, or its socket closed), not the run's end.
    */
   toolResult({ runId, toolUseId, tabId, output, isError = false, payload = null, state = null }) {
-    const run = this.current;
-    if (!run || !runId || run.runId !== runId) return false;
-    run.pendingResults += 1;
+    if (!runId) return false;
+    // a run no longer followed (the person started a new chat meanwhile) still gets its answer: it waits for it
+    if (this.current?.runId === runId) this.current.pendingResults += 1;
     this.socket.send({ type: "chat.tool_result", run_id: runId, tool_use_id: toolUseId, tab_id: tabId, output, is_error: Boolean(isError), payload, state });
     return true;
   }
