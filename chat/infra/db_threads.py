@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import threading
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from django.db import close_old_connections, connections
 from django.utils import translation
@@ -25,12 +26,37 @@ from django.utils import translation
 HEALTH_CHECK_BYPASS = 0.5
 
 
-class DbThread:
-    """One named thread that runs database jobs in the order they were submitted."""
+# How long at most a job of a thread that yields (RUNS) waits for the admissions queued before it: a burst of
+# admissions gets the process's one core (the GIL) first, so every first event goes out before the runs' own work
+# (their plans, flushes and saves, which no one waits on as closely); and the runs never wait longer than this.
+YIELD_AT_MOST = 0.1
 
-    def __init__(self, name: str) -> None:
+
+class DbThread:
+    """One named thread that runs database jobs in the order they were submitted; with `yields_to`, each job
+    first waits (YIELD_AT_MOST at most) until that thread has no job queued or running."""
+
+    def __init__(self, name: str, yields_to: DbThread | None = None) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._last_end = float("-inf")  # when this thread's last job ended (read and written on that thread only)
+        self._yields_to = yields_to
+        self._pending = 0  # jobs submitted and not ended (any thread reads it, under the condition's lock)
+        self._idle = threading.Condition()
+
+    def _enter(self) -> None:
+        with self._idle:
+            self._pending += 1
+
+    def _leave(self) -> None:
+        with self._idle:
+            self._pending -= 1
+            if not self._pending:
+                self._idle.notify_all()
+
+    def _wait_idle(self, timeout: float) -> None:
+        """Until no job is queued or running here, or `timeout` seconds."""
+        with self._idle:
+            self._idle.wait_for(lambda: not self._pending, timeout)
 
     def _recycle(self) -> None:
         """Django's recycling between requests (connections broken, in error or past CONN_MAX_AGE are closed);
@@ -45,8 +71,10 @@ class DbThread:
         """`fn` as a coroutine function that runs on this thread in the caller's context (a copy: what the job
         sets stays in the job) and active language, its broken, errored or expired connections recycled first."""
         def job(language: str | None, *args: P.args, **kwargs: P.kwargs) -> R:
-            self._recycle()
             try:
+                if self._yields_to is not None:
+                    self._yields_to._wait_idle(YIELD_AT_MOST)
+                self._recycle()
                 with translation.override(language):
                     return fn(*args, **kwargs)
             finally:
@@ -58,9 +86,19 @@ class DbThread:
             # carried by hand: asgiref's Local (Django's translation) ignores a context copied into another thread, so
             # a turn's plan (page title, context builder) would be in the default language, not the user's
             run = functools.partial(contextvars.copy_context().run, job, translation.get_language(), *args, **kwargs)
-            return await asyncio.get_running_loop().run_in_executor(self._executor, run)
+            self._enter()
+            try:
+                submitted = self._executor.submit(run)
+            except BaseException:
+                self._leave()
+                raise
+            submitted.add_done_callback(self._left)  # run, failed or cancelled before it ran: no longer pending
+            return await asyncio.wrap_future(submitted)
 
         return call
+
+    def _left(self, _job: Future[object]) -> None:
+        self._leave()
 
     def close_connections(self) -> None:
         """Close this thread's connections (tests drop their database afterwards)."""
@@ -74,7 +112,7 @@ ADMISSION = DbThread("chat-ack")
 CREDENTIALS = DbThread("chat-auth")
 # Runs' own writes and reads after the acknowledgement: the plan, text flushes, tool calls and approvals, the
 # final save and the title; never queued behind the requests on Django's shared thread.
-RUNS = DbThread("chat-runs")
+RUNS = DbThread("chat-runs", yields_to=ADMISSION)
 # Readiness probes (/readyz): never queued behind turns' writes or Django's shared thread, one connection.
 PROBES = DbThread("chat-probe")
 # The process's heartbeat, the stale-run sweep and the polls on it (chat.runs.manager): a late heartbeat lets other

@@ -113,3 +113,62 @@ def test_closing_the_database_threads_closes_every_one_the_module_defines(monkey
     defined = [v for v in vars(db_threads).values() if isinstance(v, DbThread)]
     assert {t._executor._thread_name_prefix for t in defined} == {"chat-ack", "chat-auth", "chat-runs", "chat-probe", "chat-beat"}
     assert sorted(map(id, closed)) == sorted(map(id, defined))
+
+
+async def test_a_job_of_a_yielding_thread_waits_for_the_admissions_queued_before_it() -> None:
+    """The runs' thread (RUNS) yields to admissions: its next job starts once the admissions' thread is idle."""
+    assert db_threads.RUNS._yields_to is db_threads.ADMISSION  # the pair this is about
+    first, second = DbThread("test-ack"), DbThread("test-runs", yields_to=None)
+    second._yields_to = first
+    release = threading.Event()
+    order: list[str] = []
+
+    def admission() -> None:
+        release.wait(5)
+        order.append("admission")
+
+    def runs_job() -> None:
+        order.append("run")
+
+    held = asyncio.ensure_future(first.run(admission)())
+    await asyncio.sleep(0.01)
+    ran = asyncio.ensure_future(second.run(runs_job)())
+    await asyncio.sleep(0.03)
+    assert order == []  # the run's job waits while an admission runs
+    release.set()
+    await asyncio.gather(held, ran)
+    assert order == ["admission", "run"]
+    assert first._pending == second._pending == 0
+
+
+async def test_a_yielding_job_waits_no_longer_than_the_bound(monkeypatch: Any) -> None:
+    monkeypatch.setattr(db_threads, "YIELD_AT_MOST", 0.05)
+    first, second = DbThread("test-ack"), DbThread("test-runs")
+    second._yields_to = first
+    release = threading.Event()
+    held = asyncio.ensure_future(first.run(lambda: release.wait(5))())
+    await asyncio.sleep(0.01)
+    try:
+        async with asyncio.timeout(2):
+            assert await second.run(lambda: "ran")() == "ran"  # while the admission still runs
+    finally:
+        release.set()
+        await held
+
+
+async def test_a_job_cancelled_before_it_ran_is_no_longer_pending() -> None:
+    """A waiter cancelled while its job was queued: the job never runs and the thread counts it as gone (else every
+    later job of a thread yielding to it would wait the whole bound)."""
+    thread = DbThread("test-ack")
+    release = threading.Event()
+    ran: list[int] = []
+    held = asyncio.ensure_future(thread.run(lambda: release.wait(5))())
+    queued = asyncio.ensure_future(thread.run(lambda: ran.append(1))())
+    await asyncio.sleep(0.01)
+    queued.cancel()
+    release.set()
+    await held
+    with pytest.raises(asyncio.CancelledError):
+        await queued
+    await asyncio.sleep(0.01)
+    assert ran == [] and thread._pending == 0
