@@ -127,6 +127,10 @@ def test_switch_tab_shows_the_tab_and_the_run_ends_once_with_its_card(open_page:
     answer(page, "Switch tab to retrieval")
     assert proxy.sent("chat.send")[1]["state"] == {"tab": "presentation"}
     expect(page.locator("#stream-form")).to_have_attribute("data-tab", "retrieval")
+    # a state a tool of the server changed (applied as the tray applies a run's `state` event): the page shows its tab
+    page.evaluate("import('/static/chat/tools.js').then((m) => m.applyState({tab: 'semantic'}, [{op: 'replace', path: '/tab', value: 'semantic'}]))")
+    expect(page.locator("#stream-form")).to_have_attribute("data-tab", "semantic")
+    assert page.evaluate("window.pagechat.getState()") == {"tab": "semantic"}
     assert_clean(page)
 
 
@@ -204,7 +208,6 @@ def test_highlight_section_and_a_report_of_the_list(open_page: Callable[..., Pag
 def test_the_docs_example_runs_from_a_classic_script(open_page: Callable[..., Page], tools_server: LiveServer) -> None:
     page, proxy = proxied(open_page, tools_server, "/tools-host/")
     assert page.evaluate("window.pagechat.getState()") == {"colour": "none"}
-    events: list[Any] = []
     page.evaluate("window.addEventListener('pagechat:state', e => (window.__stateEvents ||= []).push(e.detail))")
     open_tray(page)
     reply = answer(page, "Set colour to green")
@@ -215,11 +218,11 @@ def test_the_docs_example_runs_from_a_classic_script(open_page: Callable[..., Pa
     terminal = one_terminal(proxy)
     assert tool_history(terminal)[0]["tool_name"] == "set_colour"
     expect(reply.locator(".chat-tool-card__name")).to_have_text(["Set colour"])
-    # a `state` event of the run (the tool's new state) reached the page as documented
-    for event in run_events(proxy, "state"):
-        events.append(event["state"])
-    if events:
-        assert page.evaluate("window.__stateEvents")[-1]["state"] == {"colour": "green"}
+    # the run's `state` event (the tool's new state) reached the page as documented
+    (event,) = run_events(proxy, "state")
+    assert event["state"] == {"colour": "green"}
+    assert event["delta"] == [{"op": "replace", "path": "/colour", "value": "green"}]
+    assert page.evaluate("window.__stateEvents") == [{"state": {"colour": "green"}, "delta": event["delta"]}]
     assert_clean(page)
 
 

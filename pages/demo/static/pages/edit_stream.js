@@ -6,7 +6,7 @@
  * field, filled as an accepted proposal fills it: highlighted, unsaved) and highlight_section. The page publishes its
  * tab as shared state ({tab}).
  */
-import { registerPageHandlers, registerTool, setContext, setState } from "/static/chat/pagechat.js";
+import { onState, registerPageHandlers, registerTool, setContext, setState } from "/static/chat/pagechat.js";
 import { card, fill, notice, refreshMain } from "/static/pages/forms.js";
 import { gettext, gettext_noop, interpolate } from "/static/chat/i18n.js";
 
@@ -209,6 +209,13 @@ if (tabKeys.length) {
     },
   });
   publishTab();
+
+  // A tool may change the page's state during a run (a server tool through its context): the tab it names is shown.
+  onState((state) => {
+    if (typeof state.tab === "string" && tabKeys.includes(state.tab) && state.tab !== currentTab()) {
+      showTab(state.tab).catch(() => publishTab()); // the person kept this tab: the state says so again
+    }
+  });
 }
 
 /** One highlighted element at a time, scrolled into view. */
