@@ -114,13 +114,22 @@ def _session_user_id(session_key: str) -> int | None:
 
 
 async def user_for_authorization(header: str) -> Any:
-    """The active user of an `Authorization: Token <key>` header, or None (websocket and HTTP share this)."""
-    from rest_framework.authtoken.models import Token
+    """The active user of an `Authorization: Token <key>` header, or None (websocket and HTTP share this).
 
+    On the credentials' database thread, not the async ORM's: an HTTP request's sync work runs on a thread of its
+    own (Django's ASGI handler), which opened a database connection for this one query and closed it at the end of
+    every request (the SSE stream's first event waited for that)."""
     key = token_key(header)
     if key is None:
         return None
-    token = await Token.objects.select_related("user").filter(key=key).afirst()
+    return await CREDENTIALS.run(token_user)(key)
+
+
+def token_user(key: str) -> Any:
+    """`user_for_authorization`, blocking (for a database thread)."""
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.select_related("user").filter(key=key).first()
     return token.user if token is not None and token.user.is_active else None
 
 

@@ -108,7 +108,8 @@ class DbThread:
 # Admissions: the acknowledgement waits for the stored message, its run and the empty answer (one writer, in
 # arrival order).
 ADMISSION = DbThread("chat-ack")
-# Credential checks before every send: reads, so they never wait for an admission's write either.
+# Credentials: a token's user (handshakes, HTTP requests) and the periodic re-checks of open sockets; reads, so they
+# never wait for an admission's write either.
 CREDENTIALS = DbThread("chat-auth")
 # Runs' own writes and reads after the acknowledgement: the plan, text flushes, tool calls and approvals, the
 # final save and the title; never queued behind the requests on Django's shared thread.

@@ -25,7 +25,7 @@ from typing import Any
 
 from tests.bench import frames as frame_sets
 from tests.bench.client import relay_turn, ws_open, ws_turn
-from tests.bench.run import TURN, VAR, ThreadCPU, app_env, prepare_db, thread_split
+from tests.bench.harness import TURN, VAR, ThreadCPU, app_env, prepare_db, thread_split
 from tests.bench.server import ROOT, Server, relay_server
 
 
