@@ -134,9 +134,6 @@ def test_switch_tab_shows_the_tab_and_the_run_ends_once_with_its_card(open_page:
     assert_clean(page)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the offline model reads 'tab' as a page word, not as a word of switch_tab's name, and answers from the page "
-    "(answer_from_page 55 against use_tool 54): chat/providers/offline/tool_intents.py to decide; remove this mark then"))
 def test_switch_to_the_presentation_tab_in_plain_words(open_page: Callable[..., Page], tools_server: LiveServer) -> None:
     sid = stream_id(tools_server, "Lung Cancer Immunotherapy Monitor")
     page, proxy = proxied(open_page, tools_server, f"/research-streams/{sid}/?tab=semantic")
@@ -191,7 +188,7 @@ def test_highlight_section_and_a_report_of_the_list(open_page: Callable[..., Pag
     (title, report_id) = tools_server.query("SELECT title, id FROM pagechat_demo_report ORDER BY id LIMIT 1")[0]
     assert page.evaluate("window.pagechat.getState()") == {"reports": [{"id": report_id, "title": title}]}
     open_tray(page)
-    reply = answer(page, "Highlight the weekly digest")
+    reply = answer(page, "Highlight the weekly digest report")
     row = page.locator(f'#reports-table tr[data-report-id="{report_id}"]')
     expect(row).to_have_class(re.compile(r"\bis-highlighted\b"))
     (result,) = proxy.sent("chat.tool_result")

@@ -102,7 +102,7 @@ def _best_tool(r: Reading) -> tuple[dict[str, Any] | None, int]:
         name_hits = len(said & own)
         # every word of a name of several ("rename the stream"), or its title as the welcome's starters and this model's
         # chips say it ("Search articles about CRISPR"): that tool is meant
-        if (len(own) > 1 and own <= said) or _title_said(r, tool["name"], r.user_text):
+        if (len(own) > 1 and own <= said) or _title_said(r, tool["name"], r.user_text) or _name_said(r, tool["name"]):
             name_hits += 4
         desc_hits = len(said & words(tool.get("description", "").split(".")[0]))
         if tool["name"] == "calculate" and re.search(r"\d\s*[-+*/%^]\s*\d", r.user_text):
@@ -118,6 +118,13 @@ def _best_tool(r: Reading) -> tuple[dict[str, Any] | None, int]:
     return scored[0][1], scored[0][0]
 
 
+def _name_said(r: Reading, name: str) -> bool:
+    """Every part of a name of several is among the user's words, a page's word too ("Switch to the presentation tab"
+    names switch_tab: `words` leaves "tab" out as a word about the page)."""
+    parts = {norm(p) for p in re.split(r"[_-]", name) if len(p) > 2}
+    return len(parts) > 1 and parts <= {norm(t) for t in tokens(r.user_text)}
+
+
 def _title_said(r: Reading, name: str, text: str) -> bool:
     """The tool's title (of two words or more) is in `text`, whatever the case: "Search articles about CRISPR"; or the
     message as written is its title, of any length (this model's chip for the tool in another language: "Rechner")."""
@@ -127,7 +134,7 @@ def _title_said(r: Reading, name: str, text: str) -> bool:
     return " " in title and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text.casefold()) is not None
 
 
-ACT_WORDS = frozenset("find search look show get list open preview run calculate compute fetch check count".split())
+ACT_WORDS = frozenset("find search look show get list open preview run calculate compute fetch check count switch highlight fill".split())
 
 
 def match_tool(r: Reading) -> float:
