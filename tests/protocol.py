@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,15 @@ def check_http(status: int, body: bytes | str) -> dict[str, Any]:
     if isinstance(data, dict) and "message_html" in data:
         return check_complete_body(data)
     return dict(data) if isinstance(data, dict) else {"items": data}
+
+
+async def sse_events(response: Any) -> AsyncIterator[dict[str, Any]]:
+    """The events of a streaming test response (SSE `data:` lines), each validated with `check_wire` as it arrives."""
+    buffer = b""
+    async for chunk in response.streaming_content:
+        buffer += chunk
+        while b"\n\n" in buffer:
+            block, buffer = buffer.split(b"\n\n", 1)
+            for line in block.decode().splitlines():
+                if line.startswith("data: "):
+                    yield check_wire(line[6:])

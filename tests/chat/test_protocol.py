@@ -38,7 +38,7 @@ from chat.management.commands.chat_protocol_schema import schema_text
 from chat.providers import scripted as s
 from chat.runs import manager
 from tests.conftest import token_for, ws_connect
-from tests.protocol import SCHEMA_DIR, VALIDATED, ProtocolViolation, check_event, check_wire
+from tests.protocol import SCHEMA_DIR, VALIDATED, ProtocolViolation, check_event, check_wire, sse_events
 from tools.registry import registry as tool_registry
 from tools.spec import ToolSpec
 
@@ -266,10 +266,10 @@ async def test_a_live_servers_frames_validate_in_every_flow(
     scripted.enqueue(s.text("over ", "sse"))
     response = await client.post("/api/chat/stream", {"client_message_id": str(uuid.uuid4()), "message": "sse"},
                                  content_type="application/json", headers=headers)
-    events = [e async for e in _sse(response)]
+    events = [e async for e in sse_events(response)]
     assert events[-1]["type"] == "complete"
     resumed = await client.get(f"/api/chat/runs/{events[0]['run_id']}/events", headers={**headers, "Last-Event-ID": f"{events[0]['run_id']}:1"})
-    assert [e["seq"] for e in [e async for e in _sse(resumed)]] == [e["seq"] for e in events[1:]]
+    assert [e["seq"] for e in [e async for e in sse_events(resumed)]] == [e["seq"] for e in events[1:]]
     scripted.enqueue(s.text("over rest"))
     body = await client.post("/api/chat", {"client_message_id": str(uuid.uuid4()), "message": "rest"},
                              content_type="application/json", headers=headers)
@@ -283,12 +283,4 @@ async def test_a_live_servers_frames_validate_in_every_flow(
         assert checked[kind] > 0, f"no {kind} frame was validated"
 
 
-async def _sse(response: Any) -> Any:
-    buffer = b""
-    async for chunk in response.streaming_content:
-        buffer += chunk
-        while b"\n\n" in buffer:
-            block, buffer = buffer.split(b"\n\n", 1)
-            for line in block.decode().splitlines():
-                if line.startswith("data: "):
-                    yield check_wire(line[6:])
+

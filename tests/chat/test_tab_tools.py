@@ -15,7 +15,7 @@ from chat.agent.types import ToolContext
 from chat.models import ClientToolWait, Run, ToolCall
 from chat.providers import scripted as s
 from tests.conftest import WS, token_for, ws_connect
-from tests.protocol import check_wire
+from tests.protocol import sse_events
 from tools.registry import registry as tool_registry
 from tools.spec import ToolSpec
 
@@ -194,20 +194,13 @@ async def test_a_server_tool_changes_the_state_and_sse_carries_it(user: Any, scr
     body = {k: v for k, v in send("pick row 7", state={"draft": "x", "selected": None}).items() if k != "type"}
     response = await client.post("/api/chat/stream", body, content_type="application/json", headers=headers)
     events: list[dict[str, Any]] = []
-    buffer = b""
-    async for chunk in response.streaming_content:
-        buffer += chunk
-        while b"\n\n" in buffer:
-            block, buffer = buffer.split(b"\n\n", 1)
-            for line in block.decode().splitlines():
-                if line.startswith("data: "):
-                    ev = check_wire(line[6:])
-                    events.append(ev)
-                    if ev["type"] == "client_tool_call":  # SSE's answer goes over HTTP
-                        r = await AsyncClient().post(f"/api/chat/runs/{ev['run_id']}/tool_result",
-                                                     {"tool_use_id": ev["tool_use_id"], "tab_id": TAB, "output": "on overview"},
-                                                     content_type="application/json", headers=headers)
-                        assert r.status_code == 202 and r.json() == {"status": "accepted"}
+    async for ev in sse_events(response):
+        events.append(ev)
+        if ev["type"] == "client_tool_call":  # SSE's answer goes over HTTP
+            r = await AsyncClient().post(f"/api/chat/runs/{ev['run_id']}/tool_result",
+                                         {"tool_use_id": ev["tool_use_id"], "tab_id": TAB, "output": "on overview"},
+                                         content_type="application/json", headers=headers)
+            assert r.status_code == 202 and r.json() == {"status": "accepted"}
     one_terminal(events)
     state = next(e for e in events if e["type"] == "state")
     assert state["state"] == {"selected": 7}
