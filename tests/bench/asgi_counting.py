@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from django.db.backends.signals import connection_created
@@ -79,6 +80,28 @@ if os.environ.get("BENCH_TRACE_EXECUTOR"):  # experiment knob: queueing in the s
         return _submit(self, job)
 
     concurrent.futures.ThreadPoolExecutor.submit = _timed_submit  # type: ignore[method-assign]
+
+# CPU of the threads that ended (Django's ASGI handler runs each HTTP request's sync work on a thread of its own,
+# which ends with the request): /proc lists live threads only, so the harness adds what this file holds, the
+# nanoseconds of every thread that ended here (tests.bench.server.Server.cpu).
+EXITED_CPU_DIR = Path(__file__).resolve().parents[2] / "var" / "bench" / "cpu"
+EXITED_CPU_DIR.mkdir(parents=True, exist_ok=True)
+_exited_fd = os.open(EXITED_CPU_DIR / f"exited-{os.getpid()}", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+_exited_ns = 0
+_thread_run = threading.Thread.run
+
+
+def _counted_run(self: threading.Thread) -> None:
+    global _exited_ns
+    try:
+        _thread_run(self)
+    finally:
+        with _lock:
+            _exited_ns += time.thread_time_ns()
+            os.pwrite(_exited_fd, b"%020d" % _exited_ns, 0)
+
+
+threading.Thread.run = _counted_run  # type: ignore[method-assign]
 
 from config.asgi import application as _app  # noqa: E402  (after the signal: count from the first query)
 
