@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from django.db import close_old_connections, connections
 from django.utils import translation
@@ -97,7 +98,7 @@ class DbThread:
 
         return call
 
-    def _left(self, _job: Future[object]) -> None:
+    def _left(self, _job: Future[Any]) -> None:
         self._leave()
 
     def close_connections(self) -> None:
