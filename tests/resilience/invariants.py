@@ -2,7 +2,7 @@
 
 Pure functions over what clients received (RunTrace) and what the database holds (plain dicts, so the
 same checks run on the ORM in-process and on a PostgreSQL dump from a multi-process cluster).
-Every check appends to FIGURES, reported at the end of the session (tests/resilience/conftest.py).
+Every check appends to FIGURES, reported at the end of the session (tests/conftest.py, summed over xdist workers).
 """
 from __future__ import annotations
 
@@ -46,6 +46,15 @@ class Figures:
         with self._lock:
             for name, value in counts.items():
                 setattr(self, name, getattr(self, name) + value)
+
+    def merge(self, other: dict[str, Any]) -> None:
+        """Add another process's figures (`as_dict()` of an xdist worker's) to these."""
+        with self._lock:
+            self.trials.update(other.get("trials", {}))
+            for name in ("events_checked", "reconnects", "resyncs", "gaps", "duplicates", "missing_terminal",
+                         "text_mismatches", "history_invalid"):
+                setattr(self, name, getattr(self, name) + other.get(name, 0))
+            self.notes.extend(other.get("notes", []))
 
     @property
     def losses(self) -> int:

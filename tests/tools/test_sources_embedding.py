@@ -54,6 +54,9 @@ def _on_alias(source: Source, scope: Any) -> Source:
                                scope=lambda user, context: scope(user, context).using(ALIAS))
 
 
+# one worker of a parallel run (pytest-xdist, --dist loadgroup) runs them all: one pgserver is started, not one a worker
+pytestmark = pytest.mark.xdist_group("pgvector")
+
 V_ARTICLES, V_STREAMS, V_REPORTS = (_on_alias(ARTICLES, articles_scope), _on_alias(STREAMS, streams_scope), _on_alias(REPORTS, reports_scope))
 
 
