@@ -334,7 +334,7 @@ def test_a_cut_connection_mid_call_ends_once_and_the_late_answer_is_refused_quie
 
 def test_a_second_tab_shows_the_card_and_runs_nothing(open_page: Callable[..., Page], tools_server: LiveServer) -> None:
     first, proxy = proxied(open_page, tools_server, "/tools-host/")
-    first.evaluate("window.__slowMs = 2500")
+    first.evaluate("window.__hold = true")  # the call waits until the second tab has seen it
     open_tray(first)
     send(first, "Count sheep")
     wait_for(first, lambda: calls(proxy), "the call to reach the first tab")
@@ -343,6 +343,8 @@ def test_a_second_tab_shows_the_card_and_runs_nothing(open_page: Callable[..., P
     second, second_proxy = proxied(open_page, tools_server, "/tools-host/")
     open_tray(second)
     second.evaluate(f"window.pagechat.getTray().loadConversation({int(conversation)})")
+    wait_for(second, lambda: any(e.get("type") == "client_tool_call" for e in second_proxy.to_page), "the second tab to see the call")
+    first.evaluate("window.__release()")
     expect(final_messages(first)).to_have_count(1, timeout=(TIMEOUT_S + 15) * 1000)
     expect(final_messages(second).last).to_contain_text("Counted 42 sheep")
     wait_idle(second)

@@ -24,7 +24,7 @@ PAGE = """{% load chat_tags %}<!doctype html>
 </body></html>"""
 
 # The fault tests' tools (a classic script too): one that throws, one that never answers, one that answers after
-# window.__slowMs (navigate away meanwhile), one that asks for approval first, and each counts its runs in window.__runs (a second tab must run none).
+# window.__slowMs (navigate away meanwhile) or until window.__release() when window.__hold is set, one that asks for approval first, and each counts its runs in window.__runs (a second tab must run none).
 FAULTS = """(function () {
   var pagechat = window.pagechat;
   window.__runs = {};
@@ -45,7 +45,10 @@ FAULTS = """(function () {
     name: "count_sheep", title: "Count sheep", description: "Count sheep for a while, then say how many.",
     handler: function () {
       count("count_sheep");
-      return new Promise(function (resolve) { setTimeout(function () { resolve("Counted 42 sheep."); }, window.__slowMs || 0); });
+      return new Promise(function (resolve) {
+        var done = function () { resolve("Counted 42 sheep."); };
+        if (window.__hold) { window.__release = done; } else { setTimeout(done, window.__slowMs || 0); }  // held: until the test lets go
+      });
     },
   });
 })();
