@@ -8,7 +8,8 @@ import os
 import socket
 import time
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError
 
@@ -65,8 +66,8 @@ class RunHeartbeat:
         request that started the loop, and never queued behind turns (a late beat lets other processes sweep live runs)."""
         if await HEARTBEAT.run(store.runs_heartbeat)(run_ids=self.running_ids(), process_id=PROCESS_ID):
             await self._close_swept()
-        await self._poll_approvals()
-        await self._poll_tab_answers()
+        await self._poll_answers(lambda h: h.approvals, store.approvals_answered)
+        await self._poll_answers(lambda h: h.tab_answers, store.tab_answers_given)
         shared = self.shared_log()
         if shared is not None:
             failed: BaseException | None = None
@@ -117,20 +118,14 @@ class RunHeartbeat:
         for run_id in await shared.cancel_requested(self.running_ids()):
             await self.cancel(run_id)
 
-    async def _poll_tab_answers(self) -> None:
-        waiting = {(h.run_id, tid): fut for h in self._running_handles() for tid, fut in h.tab_answers.items() if not fut.done()}
+    async def _poll_answers(self, waits: Callable[[RunHandle], dict[str, asyncio.Future[Any]]],
+                            answered: Callable[..., list[tuple[str, str, Any]]]) -> None:
+        """Hand the answers stored in the database (`answered(run_ids=...)`: (run_id, tool_use_id, answer)) to this
+        process's runs still waiting for them (`waits(handle)`: tool_use_id -> future): a lost doorbell is a delay."""
+        waiting = {(h.run_id, tid): fut for h in self._running_handles() for tid, fut in waits(h).items() if not fut.done()}
         if not waiting:
             return
-        for run_id, tool_use_id, result in await HEARTBEAT.run(store.tab_answers_given)(run_ids={rid for rid, _ in waiting}):
+        for run_id, tool_use_id, answer in await HEARTBEAT.run(answered)(run_ids={rid for rid, _ in waiting}):
             fut = waiting.get((run_id, tool_use_id))
             if fut is not None and not fut.done():
-                fut.set_result(result)
-
-    async def _poll_approvals(self) -> None:
-        waiting = {(h.run_id, tid): fut for h in self._running_handles() for tid, fut in h.approvals.items() if not fut.done()}
-        if not waiting:
-            return
-        for run_id, tool_use_id, approved in await HEARTBEAT.run(store.approvals_answered)(run_ids={rid for rid, _ in waiting}):
-            fut = waiting.get((run_id, tool_use_id))
-            if fut is not None and not fut.done():
-                fut.set_result(approved)
+                fut.set_result(answer)

@@ -61,3 +61,32 @@ async def test_a_writer_backing_off_retries_as_soon_as_the_heartbeat_finds_the_l
     assert not handle.write_pending
     handle.task = None
     manager.clear()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_answers_a_lost_doorbell_missed_reach_their_runs_on_the_heartbeat(ended_run: Run) -> None:
+    """An approval and a tab's answer stored by another process whose doorbell never arrived: the owner's heartbeat
+    finds them in the database and hands them to the waiting run; unanswered waits stay waiting."""
+    from chat.models import ClientToolWait, PendingApproval
+
+    await Run.objects.filter(pk=ended_run.pk).aupdate(status=Run.Status.RUNNING, finished_at=None)
+    manager = RunManager()
+    run_id = str(ended_run.pk)
+    handle = manager.create(run_id, ended_run.conversation_id, 1)
+    handle.task = asyncio.get_running_loop().create_future()  # "running" (not done)
+    loop = asyncio.get_running_loop()
+    approval, answer, waiting = loop.create_future(), loop.create_future(), loop.create_future()
+    handle.approvals["toolu_a"] = approval
+    handle.tab_answers["toolu_t"] = answer
+    handle.tab_answers["toolu_w"] = waiting
+    await PendingApproval.objects.acreate(run_id=run_id, tool_use_id="toolu_a", tool_name="x", approved=True, answered_at=timezone.now())
+    await ClientToolWait.objects.acreate(run_id=run_id, tool_use_id="toolu_t", tool_name="x", tab_id="t",
+                                         result={"output": "done", "is_error": False}, answered_at=timezone.now())
+    await ClientToolWait.objects.acreate(run_id=run_id, tool_use_id="toolu_w", tool_name="x", tab_id="t")
+    await manager.tick()
+    assert approval.result() is True
+    assert answer.result() == {"output": "done", "is_error": False}
+    assert not waiting.done()
+    handle.task.cancel()
+    handle.task = None
+    manager.clear()
