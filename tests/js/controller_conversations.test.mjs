@@ -42,6 +42,15 @@ describe("loading a conversation", () => {
     assert.deepEqual(t.view.notices, [["Could not load that conversation.", "error"]]);
   });
 
+  test("a quiet load (the restore after a page load) leaves the list the person opened meanwhile; a load they asked for shows it", async () => {
+    const t = testTray({ api: { getConversation: () => ({ id: 7, messages: [user(1, "Q")] }) } });
+    t.tray.history.isOpen = true;
+    await t.tray.loadConversation(7, { quiet: true });
+    assert.equal(t.view.calls.filter((c) => c[0] === "showLog").length, 0);
+    await t.tray.loadConversation(7);
+    assert.equal(t.view.calls.filter((c) => c[0] === "showLog").length, 1);
+  });
+
   test("opening the tray loads the tab's conversation once, following the run the tab was following", async () => {
     const t = testTray({ api: { getConversation: () => ({ id: 7, messages: [user(1, "Q")] }) } });
     t.tray.store.conversationId = 7;

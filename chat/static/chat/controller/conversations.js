@@ -67,7 +67,8 @@ export const conversations = {
     this.earlierFrom(data);
     this.loaded = true;
     this.store.persist();
-    this.showChat();
+    // a quiet load (the restore after a page load, a reload after a reconnect) leaves the list the person opened meanwhile
+    if (!quiet || !this.history.isOpen) this.showChat();
     this.view.refreshLatestActions();
     this.view.scrollToEnd(true);
     // Without a placeholder message (older servers) a trailing user message means the same.
